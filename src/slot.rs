@@ -1,0 +1,217 @@
+//! A slot: one value cell and one `AtomicU64` word that is the slot's whole state.
+//!
+//! # The slot word
+//!
+//! ```text
+//!  63                              34 33   32 31                              0
+//! +----------------------------------+-------+---------------------------------+
+//! |        generation (30 bits)      | state |        link (32 bits)           |
+//! +----------------------------------+-------+---------------------------------+
+//! ```
+//!
+//! `link` is the index of the next slot in whatever list the slot is on (a
+//! stripe's free list or a batch of retiring slots), or `NIL` (`u32::MAX`) at
+//! the end. The free list lives in the holes: vacant slots link to each other.
+//!
+//! # State table
+//!
+//! | state           | generation `g`                 | link        | value    |
+//! |-----------------|--------------------------------|-------------|----------|
+//! | `FREE(g, l)`    | last occupant's (0 when fresh) | next free   | uninit   |
+//! | `OCCUPIED(g)`   | the live handle's, `g >= 1`    | 0           | init     |
+//! | `RETIRING(g, l)`| the removed handle's           | next in batch | init, awaiting drop |
+//! | `DEAD(g)`       | the generation limit           | 0           | uninit   |
+//!
+//! Transitions, and who performs them:
+//!
+//! | from              | to                  | by                                   | how |
+//! |-------------------|---------------------|--------------------------------------|-----|
+//! | `FREE(g, _)`      | `OCCUPIED(g + 1)`   | `insert`, after popping the slot off a free list (it owns the slot) | `Release` store |
+//! | `FREE(g, _)`      | `FREE(g + 1, _)`    | `insert_with` when its closure panics: the generation it showed is burnt | store |
+//! | `FREE(g, l)`      | `FREE(g, l')`       | whoever pushes the slot onto a list (it owns the slot) | store |
+//! | `OCCUPIED(g)`     | `RETIRING(g, l)`    | `remove`: the one CAS that decides which remover wins | CAS |
+//! | `RETIRING(g, l)`  | `RETIRING(g, l')`   | the winning remover, relinking after losing a race on its stripe's batch | store |
+//! | `RETIRING(g, l)`  | `FREE(g, l)` / `DEAD(g)` | the batch's deferred reclamation, or an exclusive `reclaim`/drop: the CAS decides which of the two drops the value | CAS |
+//! | `OCCUPIED(g)`     | `FREE(g, _)` / `DEAD(g)` | exclusive (`&mut`) removal: `take`, `clear`, `retain`, `drain` | store |
+//!
+//! A handle `(i, g)` resolves iff slot `i`'s word is exactly `OCCUPIED(g)`.
+//! Generations only grow, and a slot whose occupant had the pool's generation
+//! limit goes to `DEAD` instead of `FREE` and is never reused, so a stale
+//! handle can never match again: it is stale forever.
+
+use core::mem::MaybeUninit;
+
+use crate::sync::{AtomicU64, UnsafeCell};
+
+/// Ends a list threaded through slot links.
+pub(crate) const NIL: u32 = u32::MAX;
+
+const LINK_BITS: u32 = 32;
+const STATE_BITS: u32 = 2;
+const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
+const GENERATION_SHIFT: u32 = LINK_BITS + STATE_BITS;
+
+/// The slot state, as stored in bits 32..34 of the word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    Free = 0,
+    Occupied = 1,
+    Retiring = 2,
+    Dead = 3,
+}
+
+/// A decoded copy of a slot word. All packing and unpacking happens here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlotWord(u64);
+
+impl SlotWord {
+    #[inline(always)]
+    const fn pack(generation: u32, state: State, link: u32) -> Self {
+        SlotWord(
+            ((generation as u64) << GENERATION_SHIFT) | ((state as u64) << LINK_BITS) | link as u64,
+        )
+    }
+
+    #[inline(always)]
+    pub(crate) const fn free(generation: u32, link: u32) -> Self {
+        Self::pack(generation, State::Free, link)
+    }
+
+    #[inline(always)]
+    pub(crate) const fn occupied(generation: u32) -> Self {
+        Self::pack(generation, State::Occupied, 0)
+    }
+
+    #[inline(always)]
+    pub(crate) const fn retiring(generation: u32, link: u32) -> Self {
+        Self::pack(generation, State::Retiring, link)
+    }
+
+    #[inline(always)]
+    pub(crate) const fn dead(generation: u32) -> Self {
+        Self::pack(generation, State::Dead, 0)
+    }
+
+    /// The vacant word a slot takes once its value is gone: `FREE`, or `DEAD`
+    /// when the generation has reached the pool's limit.
+    #[inline(always)]
+    pub(crate) const fn vacated(generation: u32, link: u32, max_generation: u32) -> Self {
+        if generation >= max_generation {
+            Self::dead(generation)
+        } else {
+            Self::free(generation, link)
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) const fn from_bits(bits: u64) -> Self {
+        SlotWord(bits)
+    }
+
+    #[inline(always)]
+    pub(crate) const fn to_bits(self) -> u64 {
+        self.0
+    }
+
+    #[inline(always)]
+    pub(crate) const fn generation(self) -> u32 {
+        (self.0 >> GENERATION_SHIFT) as u32
+    }
+
+    #[inline(always)]
+    pub(crate) const fn link(self) -> u32 {
+        self.0 as u32
+    }
+
+    #[inline(always)]
+    pub(crate) fn state(self) -> State {
+        match (self.0 >> LINK_BITS) & STATE_MASK {
+            0 => State::Free,
+            1 => State::Occupied,
+            2 => State::Retiring,
+            _ => State::Dead,
+        }
+    }
+
+    /// The same word with another link (`FREE` and `RETIRING` only).
+    #[inline(always)]
+    pub(crate) const fn with_link(self, link: u32) -> Self {
+        SlotWord((self.0 & !(u32::MAX as u64)) | link as u64)
+    }
+}
+
+impl core::fmt::Debug for SlotWord {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{:?}(g={}, link={})",
+            self.state(),
+            self.generation(),
+            self.link()
+        )
+    }
+}
+
+/// One slot of the pool.
+pub(crate) struct Slot<T> {
+    /// The state word; see the module docs.
+    pub(crate) word: AtomicU64,
+    /// Initialised exactly while the word is `OCCUPIED` or `RETIRING`.
+    pub(crate) value: UnsafeCell<MaybeUninit<T>>,
+}
+
+impl<T> Slot<T> {
+    pub(crate) fn new() -> Self {
+        Slot {
+            word: AtomicU64::new(SlotWord::free(0, NIL).to_bits()),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Writes a value into a slot its caller owns.
+    ///
+    /// # Safety
+    /// The caller owns the slot (it popped it off a free list and has not
+    /// published it), so no other thread reads or writes the value cell, and
+    /// the cell holds no value that needs dropping.
+    #[inline]
+    pub(crate) unsafe fn write_value(&self, value: T) {
+        // SAFETY: the caller guarantees exclusive access to the cell.
+        self.value.with_mut(|cell| unsafe { (*cell).write(value) });
+    }
+
+    /// Moves the value out of a slot whose value this thread has claimed.
+    ///
+    /// # Safety
+    /// The value is initialised and the caller won the CAS (or holds `&mut`
+    /// on the pool) that gave it the value; no one reads it afterwards
+    /// except through references whose guard keeps the slot from reuse.
+    #[inline]
+    pub(crate) unsafe fn take_value(&self) -> T {
+        // SAFETY: the caller guarantees the value is initialised and is theirs.
+        self.value
+            .with(|cell| unsafe { (*cell).assume_init_read() })
+    }
+
+    /// A shared reference to the value.
+    ///
+    /// # Safety
+    /// The value is initialised and stays so, unmoved, for `'a`.
+    #[inline]
+    pub(crate) unsafe fn value_ref<'a>(&self) -> &'a T {
+        // SAFETY: the caller guarantees the value is initialised and outlives 'a.
+        self.value.with(|cell| unsafe { (*cell).assume_init_ref() })
+    }
+
+    /// A unique reference to the value.
+    ///
+    /// # Safety
+    /// The value is initialised and the caller has exclusive access to the
+    /// pool for `'a`.
+    #[inline]
+    pub(crate) unsafe fn value_mut<'a>(&self) -> &'a mut T {
+        // SAFETY: the caller guarantees initialisation and exclusivity.
+        self.value
+            .with_mut(|cell| unsafe { (*cell).assume_init_mut() })
+    }
+}

@@ -1,0 +1,183 @@
+//! Chunked, stable slot storage: buckets of doubling size, allocated lazily.
+//!
+//! Bucket `b` holds `first << b` slots, so bucket 0 covers indices
+//! `0..first`, bucket 1 `first..3 * first`, and so on; an index maps to its
+//! bucket with one `leading_zeros`. A bucket is allocated the first time an
+//! index in it is handed out, by a CAS on its pointer: a thread that loses the
+//! race frees its own allocation and uses the winner's. Buckets never move and
+//! are freed only when the storage is dropped, so a `&T` into a slot stays
+//! valid however many inserts follow, and no maximum capacity is fixed up
+//! front.
+
+use core::ptr;
+
+use crate::slot::Slot;
+use crate::sync::{AtomicPtr, Ordering};
+
+/// Enough buckets for every index up to `MAX_INDEX` with a first bucket of one slot.
+const BUCKETS: usize = 33;
+
+pub(crate) struct Storage<T> {
+    buckets: [AtomicPtr<Slot<T>>; BUCKETS],
+    /// log2 of the first bucket's size.
+    first_shift: u32,
+}
+
+/// Where an index lives.
+#[derive(Clone, Copy)]
+struct Location {
+    bucket: usize,
+    offset: usize,
+}
+
+impl<T> Storage<T> {
+    pub(crate) fn new(first_shift: u32) -> Self {
+        assert!(
+            first_shift < 31,
+            "the first bucket must be smaller than 2^31 slots"
+        );
+        Storage {
+            buckets: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            first_shift,
+        }
+    }
+
+    #[inline(always)]
+    fn locate(&self, index: u32) -> Location {
+        let shifted = index as u64 + (1u64 << self.first_shift);
+        let top = 63 - shifted.leading_zeros();
+        let bucket = (top - self.first_shift) as usize;
+        Location {
+            bucket,
+            offset: (shifted - (1u64 << top)) as usize,
+        }
+    }
+
+    #[inline(always)]
+    fn bucket_len(&self, bucket: usize) -> usize {
+        1usize << (bucket as u32 + self.first_shift)
+    }
+
+    /// The slot at `index`, or `None` if its bucket was never allocated.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&Slot<T>> {
+        let at = self.locate(index);
+        // Acquire pairs with the Release CAS in `allocate_bucket`: the slots
+        // are initialised before we read through the pointer.
+        let bucket = self.buckets[at.bucket].load(Ordering::Acquire);
+        if bucket.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null bucket pointer points to `bucket_len(bucket)`
+        // initialised slots that live until `self` is dropped, and `locate`
+        // returns an offset below that length.
+        Some(unsafe { &*bucket.add(at.offset) })
+    }
+
+    /// The slot at `index`, which some list or handle says was handed out.
+    ///
+    /// # Panics
+    /// If its bucket was never allocated: that would be a bug in the pool.
+    #[inline]
+    pub(crate) fn slot(&self, index: u32) -> &Slot<T> {
+        match self.get(index) {
+            Some(slot) => slot,
+            None => panic!("handle-pool bug: slot {index} was handed out but never allocated"),
+        }
+    }
+
+    /// Makes sure every slot in `start..end` is allocated.
+    pub(crate) fn ensure(&self, start: u32, end: u32) {
+        if start >= end {
+            return;
+        }
+        let first = self.locate(start).bucket;
+        let last = self.locate(end - 1).bucket;
+        for bucket in first..=last {
+            // Relaxed: a non-null pointer is only used after the Acquire load in `get`.
+            if self.buckets[bucket].load(Ordering::Relaxed).is_null() {
+                self.allocate_bucket(bucket);
+            }
+        }
+    }
+
+    #[cold]
+    fn allocate_bucket(&self, bucket: usize) {
+        let len = self.bucket_len(bucket);
+        let slots: Box<[Slot<T>]> = (0..len).map(|_| Slot::new()).collect();
+        let fresh = Box::into_raw(slots) as *mut Slot<T>;
+        // Release publishes the initialised slots to `get`'s Acquire load;
+        // Acquire on failure is not needed: the loser only frees its own copy.
+        if self.buckets[bucket]
+            .compare_exchange(ptr::null_mut(), fresh, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: `fresh` came from `Box::into_raw` of a slice of `len`
+            // slots just above and was never shared: we lost the race.
+            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(fresh, len)) });
+        }
+    }
+
+    /// Number of slots in allocated buckets.
+    pub(crate) fn capacity(&self) -> usize {
+        (0..BUCKETS)
+            .filter(|&b| !self.buckets[b].load(Ordering::Relaxed).is_null())
+            .map(|b| self.bucket_len(b))
+            .sum()
+    }
+
+    /// A cursor over the allocated slots with indices below `end`.
+    pub(crate) fn slots(&self, end: u64) -> Slots<'_, T> {
+        Slots {
+            storage: self,
+            next: 0,
+            end,
+        }
+    }
+}
+
+/// Iterates over allocated slots in index order, skipping unallocated buckets.
+pub(crate) struct Slots<'a, T> {
+    storage: &'a Storage<T>,
+    next: u64,
+    end: u64,
+}
+
+impl<'a, T> Iterator for Slots<'a, T> {
+    type Item = (u32, &'a Slot<T>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.next < self.end {
+            let index = self.next as u32;
+            match self.storage.get(index) {
+                Some(slot) => {
+                    self.next += 1;
+                    return Some((index, slot));
+                }
+                None => {
+                    // Buckets can be allocated out of order: skip the hole.
+                    let at = self.storage.locate(index);
+                    let first = 1u64 << self.storage.first_shift;
+                    self.next = (first << (at.bucket + 1)) - first;
+                }
+            }
+        }
+        None
+    }
+}
+
+impl<T> Drop for Storage<T> {
+    fn drop(&mut self) {
+        for bucket in 0..BUCKETS {
+            let ptr = self.buckets[bucket].load(Ordering::Relaxed);
+            if !ptr.is_null() {
+                let len = self.bucket_len(bucket);
+                // SAFETY: the pointer came from `Box::into_raw` of `len` slots in
+                // `allocate_bucket`, and `&mut self` means no one else uses it.
+                // Slots never drop their value cells: the pool drops values.
+                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(ptr, len)) });
+            }
+        }
+    }
+}
