@@ -1,0 +1,820 @@
+//! A job system sharing one pool of game entities.
+//!
+//! rayon worker threads run a small simulation: each frame they update every
+//! entity in parallel, despawn the expired ones and spawn children, all
+//! through `&pool`. Entities follow handles to their target and their parent,
+//! which may have been despawned since the handle was stored: those lookups
+//! must come back `None` (and a handle that resolves must give back the very
+//! entity it was made for, even after its slot has been reused).
+//!
+//! The same simulation, with the same seed, then runs on
+//! `parking_lot::Mutex<SlotMap>` and on `std::sync::Mutex<SlotMap>`. The runs
+//! must end in the same state (entity count, checksum, stale lookups), so the
+//! speeds in the table compare equal work.
+//!
+//! ```sh
+//! cargo run --release --example job_system                 # about 300 frames
+//! cargo run --release --example job_system -- --threads 8  # oversubscribed
+//! cargo run --release --example job_system -- --long       # 5000 frames, with progress
+//! ```
+//!
+//! Each frame has phases, parallel inside and separated by rayon's joins, so
+//! the outcome does not depend on scheduling:
+//!
+//! 1. think: every entity reads its own state, its target's and its parent's
+//!    state as of the frame start (`body[frame % 2]`), and writes its new
+//!    state into the other buffer (`body[(frame + 1) % 2]`). Only the entity
+//!    itself writes its fields, so atomics with `Relaxed` suffice: the phase
+//!    boundaries (rayon joins) order everything else. Despawn and spawn are
+//!    decided from the entity's own random state, never from a shared one.
+//! 2. bookkeeping (one thread): ids for the children, the list of the dying.
+//! 3. despawn and spawn at once: `remove` and `insert` race on the pool.
+//!
+//! The live list is kept sorted by entity id (survivors keep their order,
+//! children get ids above every existing one), never by handle bits, so
+//! every backend visits the entities in the same order.
+
+use std::env;
+use std::process;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use handle_pool::{pin, Guard, Handle, HandlePool};
+use rayon::prelude::*;
+use slotmap::{DefaultKey, Key as _, KeyData, SlotMap};
+
+// ---------------------------------------------------------------------------
+// Simulation parameters.
+
+/// Entities at frame 0.
+const INITIAL_ENTITIES: u64 = 20_000;
+/// Births slow down as the population approaches this.
+const SOFT_CAP: usize = 60_000;
+/// Side of the square, wrapping world.
+const WORLD: i32 = 4096;
+const MAX_SPEED: i32 = 24;
+const MAX_HP: i32 = 100;
+/// Entities within this (Manhattan) distance of their target fight it.
+const FIGHT_RANGE: i32 = 96;
+/// Lifetimes are uniform in `MIN_LIFETIME..MIN_LIFETIME + LIFETIME_SPREAD` frames.
+const MIN_LIFETIME: u64 = 10;
+const LIFETIME_SPREAD: u64 = 90;
+
+const DEFAULT_FRAMES: u32 = 300;
+const LONG_FRAMES: u32 = 5_000;
+const DEFAULT_SEED: u64 = 0x5eed_2024;
+
+// ---------------------------------------------------------------------------
+// Entities.
+
+/// Position, velocity and health at one frame boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct State {
+    x: i32,
+    y: i32,
+    vx: i32,
+    vy: i32,
+    hp: i32,
+}
+
+/// One buffer of an entity's state. Atomics because other tasks read it
+/// through `&Entity` while the owner writes the other buffer.
+#[derive(Default)]
+struct Body {
+    x: AtomicI32,
+    y: AtomicI32,
+    vx: AtomicI32,
+    vy: AtomicI32,
+    hp: AtomicI32,
+}
+
+impl Body {
+    fn load(&self) -> State {
+        State {
+            x: self.x.load(Relaxed),
+            y: self.y.load(Relaxed),
+            vx: self.vx.load(Relaxed),
+            vy: self.vy.load(Relaxed),
+            hp: self.hp.load(Relaxed),
+        }
+    }
+
+    fn store(&self, s: State) {
+        self.x.store(s.x, Relaxed);
+        self.y.store(s.y, Relaxed);
+        self.vx.store(s.vx, Relaxed);
+        self.vy.store(s.vy, Relaxed);
+        self.hp.store(s.hp, Relaxed);
+    }
+}
+
+/// A reference to another entity: its handle (as bits, so it fits an
+/// atomic) and the id it had, to check that the handle never resolves to
+/// anyone else. Bits 0 mean "none": neither `Handle` nor a slotmap key is
+/// ever 0.
+const NONE: u64 = 0;
+
+/// A game entity. `K` is the backend's key type.
+struct Entity<K> {
+    /// Stable id, in spawn order: the live list is sorted by it.
+    id: u64,
+    born: u32,
+    lifetime: u32,
+    /// The entity that spawned this one, if any; fixed at spawn.
+    parent: Option<(u64, K)>,
+    /// Cleared once the parent's handle is found stale.
+    follows_parent: AtomicBool,
+    /// Target handle bits (`NONE` if no target) and the target's id.
+    target_bits: AtomicU64,
+    target_id: AtomicU64,
+    /// This entity's own random state; only it advances it.
+    rng: AtomicU64,
+    /// Double-buffered state: `body[f % 2]` holds the state at the start of frame `f`.
+    body: [Body; 2],
+}
+
+impl<K> Entity<K> {
+    fn new(spec: Spawn<K>) -> Self {
+        let entity = Entity {
+            id: spec.id,
+            born: spec.born,
+            lifetime: spec.lifetime,
+            follows_parent: AtomicBool::new(spec.parent.is_some()),
+            parent: spec.parent,
+            target_bits: AtomicU64::new(spec.target.map_or(NONE, |t| t.1)),
+            target_id: AtomicU64::new(spec.target.map_or(0, |t| t.0)),
+            rng: AtomicU64::new(spec.rng),
+            body: Default::default(),
+        };
+        entity.body[spec.born as usize % 2].store(spec.state);
+        entity
+    }
+}
+
+/// Everything needed to make an entity, decided before it is inserted.
+#[derive(Clone, Copy)]
+struct Spawn<K> {
+    id: u64,
+    born: u32,
+    lifetime: u32,
+    parent: Option<(u64, K)>,
+    /// `(id, key bits)` of the target.
+    target: Option<(u64, u64)>,
+    rng: u64,
+    state: State,
+}
+
+/// splitmix64: seeds and steps the per-entity generators.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn next(rng: &mut u64) -> u64 {
+    *rng = mix(*rng);
+    *rng
+}
+
+/// A number in `0..n`.
+fn below(rng: &mut u64, n: u64) -> u64 {
+    next(rng) % n
+}
+
+// ---------------------------------------------------------------------------
+// The three backends behind one small trait.
+
+/// What the simulation needs from a concurrent entity store.
+trait Backend: Sync + Sized {
+    type Key: Copy + Send + Sync;
+    /// Held across the lookups of one task: an epoch guard for `HandlePool`,
+    /// nothing for the mutexes (they lock per lookup).
+    type Pin;
+    const NAME: &'static str;
+
+    fn create() -> Self;
+    fn pin(&self) -> Self::Pin;
+    /// Calls `f` on the entity `key` refers to, if it is still there.
+    fn read<R>(
+        &self,
+        pin: &Self::Pin,
+        key: Self::Key,
+        f: impl FnOnce(&Entity<Self::Key>) -> R,
+    ) -> Option<R>;
+    fn insert(&self, entity: Entity<Self::Key>) -> Self::Key;
+    fn remove(&self, key: Self::Key) -> bool;
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn key_bits(key: Self::Key) -> u64;
+    fn key_from_bits(bits: u64) -> Self::Key;
+}
+
+impl Backend for HandlePool<Entity<Handle>> {
+    type Key = Handle;
+    type Pin = Guard;
+    const NAME: &'static str = "handle_pool::HandlePool";
+
+    fn create() -> Self {
+        HandlePool::new()
+    }
+    fn pin(&self) -> Guard {
+        pin()
+    }
+    #[inline]
+    fn read<R>(
+        &self,
+        guard: &Guard,
+        key: Handle,
+        f: impl FnOnce(&Entity<Handle>) -> R,
+    ) -> Option<R> {
+        self.get(key, guard).map(f)
+    }
+    fn insert(&self, entity: Entity<Handle>) -> Handle {
+        HandlePool::insert(self, entity)
+    }
+    fn remove(&self, key: Handle) -> bool {
+        HandlePool::remove(self, key)
+    }
+    fn len(&self) -> usize {
+        HandlePool::len(self)
+    }
+    fn capacity(&self) -> usize {
+        HandlePool::capacity(self)
+    }
+    fn key_bits(key: Handle) -> u64 {
+        key.to_bits()
+    }
+    fn key_from_bits(bits: u64) -> Handle {
+        Handle::from_bits(bits).expect("bits of a handle")
+    }
+}
+
+/// `Mutex<SlotMap>` for both mutex types, locking once per operation.
+macro_rules! mutex_slotmap_backend {
+    ($mutex:ty, $name:expr, $lock:ident) => {
+        impl Backend for $mutex {
+            type Key = DefaultKey;
+            type Pin = ();
+            const NAME: &'static str = $name;
+
+            fn create() -> Self {
+                <$mutex>::new(SlotMap::new())
+            }
+            fn pin(&self) {}
+            #[inline]
+            fn read<R>(
+                &self,
+                _: &(),
+                key: DefaultKey,
+                f: impl FnOnce(&Entity<DefaultKey>) -> R,
+            ) -> Option<R> {
+                $lock(self).get(key).map(f)
+            }
+            fn insert(&self, entity: Entity<DefaultKey>) -> DefaultKey {
+                $lock(self).insert(entity)
+            }
+            fn remove(&self, key: DefaultKey) -> bool {
+                // Drop the entity after unlocking.
+                let removed = $lock(self).remove(key);
+                removed.is_some()
+            }
+            fn len(&self) -> usize {
+                $lock(self).len()
+            }
+            fn capacity(&self) -> usize {
+                $lock(self).capacity()
+            }
+            fn key_bits(key: DefaultKey) -> u64 {
+                key.data().as_ffi()
+            }
+            fn key_from_bits(bits: u64) -> DefaultKey {
+                KeyData::from_ffi(bits).into()
+            }
+        }
+    };
+}
+
+type ParkingLotSlotMap = parking_lot::Mutex<SlotMap<DefaultKey, Entity<DefaultKey>>>;
+type StdSlotMap = std::sync::Mutex<SlotMap<DefaultKey, Entity<DefaultKey>>>;
+
+fn lock_parking_lot<T>(m: &parking_lot::Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    m.lock()
+}
+
+fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock()
+        .expect("a simulation task panicked while holding the lock")
+}
+
+mutex_slotmap_backend!(
+    ParkingLotSlotMap,
+    "parking_lot::Mutex<SlotMap>",
+    lock_parking_lot
+);
+mutex_slotmap_backend!(StdSlotMap, "std::sync::Mutex<SlotMap>", lock_std);
+
+// ---------------------------------------------------------------------------
+// One frame.
+
+/// What the think phase decided for one entity.
+struct Outcome {
+    despawn: bool,
+    /// The child to spawn, as `(seed, target)`; its id is assigned later.
+    child: Option<(u64, Option<(u64, u64)>, State)>,
+    lookups: u64,
+    stale: u64,
+}
+
+/// What one entity sees of itself at the start of the frame.
+struct Snapshot<K> {
+    born: u32,
+    lifetime: u32,
+    parent: Option<(u64, K)>,
+    follows_parent: bool,
+    target: Option<(u64, u64)>,
+    rng: u64,
+    state: State,
+}
+
+/// Follows `key` and returns the other entity's state at the frame start,
+/// or `None` if it was despawned. Panics if the handle resolves to an entity
+/// other than `expected_id`: a stale handle must never do that.
+fn follow<B: Backend>(
+    b: &B,
+    pin: &B::Pin,
+    key: B::Key,
+    expected_id: u64,
+    cur: usize,
+) -> Option<State> {
+    let (id, state) = b.read(pin, key, |e| (e.id, e.body[cur].load()))?;
+    assert_eq!(
+        id,
+        expected_id,
+        "{}: a stale handle resolved to another entity",
+        B::NAME
+    );
+    Some(state)
+}
+
+fn sign_step(from: i32, to: i32, step: i32) -> i32 {
+    (to - from).signum() * step
+}
+
+/// Phase 1 for one entity: read itself, its target and its parent, write its
+/// next state, decide whether it despawns and whether it spawns a child.
+fn think<B: Backend>(
+    b: &B,
+    pin: &B::Pin,
+    frame: u32,
+    live: &[(u64, B::Key)],
+    (id, key): (u64, B::Key),
+) -> Outcome {
+    let cur = frame as usize % 2;
+    let me = b
+        .read(pin, key, |e| {
+            assert_eq!(
+                e.id,
+                id,
+                "{}: a live handle resolved to another entity",
+                B::NAME
+            );
+            let target_bits = e.target_bits.load(Relaxed);
+            Snapshot {
+                born: e.born,
+                lifetime: e.lifetime,
+                parent: e.parent,
+                follows_parent: e.follows_parent.load(Relaxed),
+                target: (target_bits != NONE).then(|| (e.target_id.load(Relaxed), target_bits)),
+                rng: e.rng.load(Relaxed),
+                state: e.body[cur].load(),
+            }
+        })
+        .unwrap_or_else(|| panic!("{}: a live entity's handle came back None", B::NAME));
+    let mut lookups = 1;
+    let mut stale = 0;
+    let mut rng = me.rng;
+    let mut target = me.target;
+
+    // The target: chase it, fight it when close; find another if it is gone.
+    let mut target_state = None;
+    if let Some((target_id, bits)) = target {
+        lookups += 1;
+        target_state = follow(b, pin, B::key_from_bits(bits), target_id, cur);
+        if target_state.is_none() {
+            stale += 1;
+            target = None;
+        }
+    }
+    if target.is_none() {
+        let (other_id, other) = live[below(&mut rng, live.len() as u64) as usize];
+        if other_id != id {
+            target = Some((other_id, B::key_bits(other)));
+        }
+    }
+
+    // The parent: drift towards it while it lives; once gone, go it alone.
+    let mut parent_state = None;
+    let mut follows_parent = me.follows_parent;
+    if let (true, Some((parent_id, parent))) = (follows_parent, me.parent) {
+        lookups += 1;
+        parent_state = follow(b, pin, parent, parent_id, cur);
+        if parent_state.is_none() {
+            stale += 1;
+            follows_parent = false;
+        }
+    }
+
+    let s = me.state;
+    let mut vx = s.vx + below(&mut rng, 5) as i32 - 2;
+    let mut vy = s.vy + below(&mut rng, 5) as i32 - 2;
+    let mut hp = (s.hp + 1).min(MAX_HP);
+    if let Some(t) = target_state {
+        vx += sign_step(s.x, t.x, 3);
+        vy += sign_step(s.y, t.y, 3);
+        if (t.x - s.x).abs() + (t.y - s.y).abs() < FIGHT_RANGE {
+            hp -= 4 + below(&mut rng, 8) as i32 + t.hp / 25;
+        }
+    }
+    if let Some(p) = parent_state {
+        vx += sign_step(s.x, p.x, 1);
+        vy += sign_step(s.y, p.y, 1);
+    }
+    let next_state = State {
+        x: (s.x + vx).rem_euclid(WORLD),
+        y: (s.y + vy).rem_euclid(WORLD),
+        vx: vx.clamp(-MAX_SPEED, MAX_SPEED),
+        vy: vy.clamp(-MAX_SPEED, MAX_SPEED),
+        hp,
+    };
+
+    let age = frame - me.born;
+    let despawn = hp <= 0 || age >= me.lifetime;
+    // Births get rarer as the population nears the soft cap.
+    let room = SOFT_CAP.saturating_sub(live.len()) as u64;
+    let wants_child = hp > MAX_HP / 2 && below(&mut rng, 1000 * SOFT_CAP as u64) < 80 * room;
+    let child = wants_child.then(|| (next(&mut rng), target, next_state));
+
+    // Write back: the next state buffer, the target, the generator.
+    lookups += 1;
+    b.read(pin, key, |e| {
+        e.body[1 - cur].store(next_state);
+        e.target_bits.store(target.map_or(NONE, |t| t.1), Relaxed);
+        e.target_id.store(target.map_or(0, |t| t.0), Relaxed);
+        e.follows_parent.store(follows_parent, Relaxed);
+        e.rng.store(rng, Relaxed);
+    })
+    .expect("the entity is still live");
+
+    Outcome {
+        despawn,
+        child,
+        lookups,
+        stale,
+    }
+}
+
+/// Totals of one run; equal across backends for the same seed and frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Totals {
+    final_entities: usize,
+    peak_entities: usize,
+    spawned: u64,
+    despawned: u64,
+    lookups: u64,
+    stale: u64,
+    checksum: u64,
+}
+
+impl Totals {
+    fn pool_ops(&self) -> u64 {
+        self.lookups + self.spawned + self.despawned
+    }
+}
+
+struct Run {
+    name: &'static str,
+    totals: Totals,
+    /// Time in the parallel phases (think, despawn + spawn).
+    pool_time: Duration,
+    /// Whole frames, bookkeeping included.
+    frame_time: Duration,
+    capacity: usize,
+}
+
+fn simulate<B: Backend>(
+    workers: &rayon::ThreadPool,
+    frames: u32,
+    seed: u64,
+    progress: bool,
+) -> Run {
+    let b = B::create();
+    let mut totals = Totals {
+        final_entities: 0,
+        peak_entities: 0,
+        spawned: 0,
+        despawned: 0,
+        lookups: 0,
+        stale: 0,
+        checksum: 0,
+    };
+
+    // Frame 0's population, spawned in parallel like any other.
+    let initial: Vec<Spawn<B::Key>> = (0..INITIAL_ENTITIES)
+        .map(|id| {
+            let mut rng = mix(seed ^ mix(id));
+            Spawn {
+                id,
+                born: 0,
+                lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
+                parent: None,
+                target: None,
+                state: State {
+                    x: below(&mut rng, WORLD as u64) as i32,
+                    y: below(&mut rng, WORLD as u64) as i32,
+                    vx: 0,
+                    vy: 0,
+                    hp: MAX_HP,
+                },
+                rng,
+            }
+        })
+        .collect();
+    let mut live: Vec<(u64, B::Key)> = workers.install(|| {
+        initial
+            .par_iter()
+            .map(|spec| (spec.id, b.insert(Entity::new(*spec))))
+            .collect()
+    });
+    let mut next_id = INITIAL_ENTITIES;
+    totals.spawned += INITIAL_ENTITIES;
+    totals.peak_entities = live.len();
+
+    let mut pool_time = Duration::ZERO;
+    let started = Instant::now();
+    let mut last_report = started;
+    let mut last_ops = 0;
+    for frame in 0..frames {
+        // Phase 1: think, in parallel; one pin per rayon task.
+        let t = Instant::now();
+        let outcomes: Vec<Outcome> = workers.install(|| {
+            live.par_iter()
+                .map_init(
+                    || b.pin(),
+                    |pin, &entity| think(&b, pin, frame, &live, entity),
+                )
+                .collect()
+        });
+        pool_time += t.elapsed();
+
+        // Phase 2: bookkeeping on one thread, in id order.
+        let mut dying = Vec::new();
+        let mut survivors = Vec::with_capacity(live.len());
+        let mut births = Vec::new();
+        for (&(id, key), outcome) in live.iter().zip(&outcomes) {
+            totals.lookups += outcome.lookups;
+            totals.stale += outcome.stale;
+            if outcome.despawn {
+                dying.push(key);
+            } else {
+                survivors.push((id, key));
+            }
+            if let Some((seed, target, parent_state)) = outcome.child {
+                let mut rng = mix(seed);
+                births.push(Spawn {
+                    id: next_id,
+                    born: frame + 1,
+                    lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
+                    parent: Some((id, key)),
+                    target,
+                    state: State {
+                        x: (parent_state.x + below(&mut rng, 33) as i32 - 16).rem_euclid(WORLD),
+                        y: (parent_state.y + below(&mut rng, 33) as i32 - 16).rem_euclid(WORLD),
+                        vx: parent_state.vx,
+                        vy: parent_state.vy,
+                        hp: MAX_HP,
+                    },
+                    rng,
+                });
+                next_id += 1;
+            }
+        }
+
+        // Phase 3: despawn and spawn at once; children may outlive their
+        // parents from their first frame on.
+        let t = Instant::now();
+        let (removed, born) = workers.install(|| {
+            rayon::join(
+                || dying.par_iter().filter(|&&key| b.remove(key)).count(),
+                || {
+                    births
+                        .par_iter()
+                        .map(|spec| (spec.id, b.insert(Entity::new(*spec))))
+                        .collect::<Vec<_>>()
+                },
+            )
+        });
+        pool_time += t.elapsed();
+        assert_eq!(
+            removed,
+            dying.len(),
+            "{}: a live entity could not be removed",
+            B::NAME
+        );
+        totals.despawned += removed as u64;
+        totals.spawned += born.len() as u64;
+        survivors.extend(born);
+        live = survivors;
+        totals.peak_entities = totals.peak_entities.max(live.len());
+        assert!(!live.is_empty(), "the population died out at frame {frame}");
+
+        if progress && last_report.elapsed() >= Duration::from_secs(1) {
+            let ops = totals.pool_ops();
+            eprintln!(
+                "  {:<28} frame {:>6}/{frames}  {:>7} entities  {:>7.1} M ops/s",
+                B::NAME,
+                frame + 1,
+                live.len(),
+                (ops - last_ops) as f64 / last_report.elapsed().as_secs_f64() / 1e6,
+            );
+            last_report = Instant::now();
+            last_ops = ops;
+        }
+    }
+    let frame_time = started.elapsed();
+
+    // The final state, read in id order.
+    assert!(
+        live.windows(2).all(|w| w[0].0 < w[1].0),
+        "live list out of id order"
+    );
+    assert_eq!(
+        b.len(),
+        live.len(),
+        "{}: len disagrees with the live list",
+        B::NAME
+    );
+    let cur = frames as usize % 2;
+    let pin = b.pin();
+    let mut checksum = mix(live.len() as u64);
+    for &(id, key) in &live {
+        let words = b
+            .read(&pin, key, |e| {
+                let s = e.body[cur].load();
+                [
+                    e.id,
+                    e.target_id.load(Relaxed),
+                    u64::from(e.follows_parent.load(Relaxed)),
+                    e.rng.load(Relaxed),
+                    (s.x as u64) << 32 | s.y as u32 as u64,
+                    (s.vx as u64) << 32 | s.vy as u32 as u64,
+                    s.hp as u64,
+                ]
+            })
+            .expect("a live entity");
+        assert_eq!(words[0], id);
+        checksum = words.iter().fold(checksum, |acc, &w| mix(acc ^ w));
+    }
+    drop(pin);
+    totals.final_entities = live.len();
+    totals.checksum = checksum;
+    Run {
+        name: B::NAME,
+        totals,
+        pool_time,
+        frame_time,
+        capacity: b.capacity(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Command line and report.
+
+struct Args {
+    threads: usize,
+    frames: u32,
+    seed: u64,
+    progress: bool,
+}
+
+const USAGE: &str = "\
+usage: job_system [--threads N] [--frames N | --long] [--seed N] [--progress]
+
+  --threads N   rayon worker threads (default: the machine's cores)
+  --frames N    frames to simulate (default 300)
+  --long        simulate 5000 frames, with a progress line per second
+  --seed N      seed of every entity's random state (default 0x5eed2024)
+  --progress    print a progress line per second even on short runs";
+
+fn parse_args() -> Args {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut args = Args {
+        threads: cores,
+        frames: DEFAULT_FRAMES,
+        seed: DEFAULT_SEED,
+        progress: false,
+    };
+    let mut it = env::args().skip(1);
+    let fail = |message: String| -> ! {
+        eprintln!("job_system: {message}\n\n{USAGE}");
+        process::exit(2)
+    };
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| -> u64 {
+            let Some(text) = it.next() else {
+                fail(format!("{name} needs a value"))
+            };
+            let parsed = match text.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => text.parse(),
+            };
+            parsed.unwrap_or_else(|_| fail(format!("{name}: not a number: {text}")))
+        };
+        match arg.as_str() {
+            "--threads" => args.threads = value("--threads") as usize,
+            "--frames" => args.frames = value("--frames").try_into().unwrap_or(u32::MAX),
+            "--long" => args.frames = LONG_FRAMES,
+            "--seed" => args.seed = value("--seed"),
+            "--progress" => args.progress = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                process::exit(0)
+            }
+            other => fail(format!("unknown argument: {other}")),
+        }
+    }
+    if args.threads == 0 || args.frames == 0 {
+        fail("--threads and --frames must be at least 1".into());
+    }
+    args.progress |= args.frames > DEFAULT_FRAMES;
+    args
+}
+
+fn main() {
+    let args = parse_args();
+    let workers = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .thread_name(|i| format!("job-worker-{i}"))
+        .build()
+        .expect("rayon thread pool");
+    println!(
+        "job_system: {} rayon workers ({} cores), {} frames, seed {:#x}",
+        args.threads,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        args.frames,
+        args.seed
+    );
+
+    let runs = [
+        simulate::<HandlePool<Entity<Handle>>>(&workers, args.frames, args.seed, args.progress),
+        simulate::<ParkingLotSlotMap>(&workers, args.frames, args.seed, args.progress),
+        simulate::<StdSlotMap>(&workers, args.frames, args.seed, args.progress),
+    ];
+    let t = runs[0].totals;
+    for run in &runs[1..] {
+        assert_eq!(
+            run.totals, t,
+            "{} ended in another state than {}",
+            run.name, runs[0].name
+        );
+    }
+
+    println!(
+        "all three ended in the same state: {} entities (peak {}), checksum {:016x}",
+        t.final_entities, t.peak_entities, t.checksum
+    );
+    println!(
+        "per run: {} spawns, {} despawns, {} lookups ({} stale, all caught as None) = {} pool ops",
+        t.spawned,
+        t.despawned,
+        t.lookups,
+        t.stale,
+        t.pool_ops()
+    );
+    println!();
+    println!(
+        "{:<28} {:>9} {:>12} {:>9} {:>12} {:>10}",
+        "backend", "pool s", "M ops/s", "speedup", "frames s", "capacity"
+    );
+    let base = runs[0].totals.pool_ops() as f64 / runs[0].pool_time.as_secs_f64();
+    for run in &runs {
+        let rate = run.totals.pool_ops() as f64 / run.pool_time.as_secs_f64();
+        println!(
+            "{:<28} {:>9.3} {:>12.1} {:>8.2}x {:>12.3} {:>10}",
+            run.name,
+            run.pool_time.as_secs_f64(),
+            rate / 1e6,
+            base / rate,
+            run.frame_time.as_secs_f64(),
+            run.capacity
+        );
+    }
+    println!();
+    println!(
+        "pool s / M ops/s: time in the parallel phases (think, despawn + spawn) and pool ops per second in them;"
+    );
+    println!(
+        "speedup: handle_pool's ops/s over that row's; frames s: whole frames including one-thread bookkeeping;"
+    );
+    println!("capacity: slots allocated at the end (handle_pool reuses a slot only after an epoch grace period).");
+}
