@@ -151,6 +151,9 @@ impl<K> Entity<K> {
     }
 }
 
+/// A target: its entity id and its key bits.
+type Target = (u64, u64);
+
 /// Everything needed to make an entity, decided before it is inserted.
 #[derive(Clone, Copy)]
 struct Spawn<K> {
@@ -158,8 +161,7 @@ struct Spawn<K> {
     born: u32,
     lifetime: u32,
     parent: Option<(u64, K)>,
-    /// `(id, key bits)` of the target.
-    target: Option<(u64, u64)>,
+    target: Option<Target>,
     rng: u64,
     state: State,
 }
@@ -317,11 +319,21 @@ mutex_slotmap_backend!(StdSlotMap, "std::sync::Mutex<SlotMap>", lock_std);
 // ---------------------------------------------------------------------------
 // One frame.
 
+/// A child an entity decided to spawn; it gets its id in the bookkeeping phase.
+struct Child {
+    /// Seeds the child's random state.
+    seed: u64,
+    /// The parent's target, which the child inherits.
+    target: Option<Target>,
+    /// The parent's state at the end of the frame; the child starts next to it.
+    parent_state: State,
+}
+
 /// What the think phase decided for one entity.
 struct Outcome {
     despawn: bool,
-    /// The child to spawn, as `(seed, target)`; its id is assigned later.
-    child: Option<(u64, Option<(u64, u64)>, State)>,
+    /// The child to spawn, if any.
+    child: Option<Child>,
     lookups: u64,
     stale: u64,
 }
@@ -332,7 +344,7 @@ struct Snapshot<K> {
     lifetime: u32,
     parent: Option<(u64, K)>,
     follows_parent: bool,
-    target: Option<(u64, u64)>,
+    target: Option<Target>,
     rng: u64,
     state: State,
 }
@@ -453,7 +465,11 @@ fn think<B: Backend>(
     // Births get rarer as the population nears the soft cap.
     let room = SOFT_CAP.saturating_sub(live.len()) as u64;
     let wants_child = hp > MAX_HP / 2 && below(&mut rng, 1000 * SOFT_CAP as u64) < 80 * room;
-    let child = wants_child.then(|| (next(&mut rng), target, next_state));
+    let child = wants_child.then(|| Child {
+        seed: next(&mut rng),
+        target,
+        parent_state: next_state,
+    });
 
     // Write back: the next state buffer, the target, the generator.
     lookups += 1;
@@ -579,7 +595,12 @@ fn simulate<B: Backend>(
             } else {
                 survivors.push((id, key));
             }
-            if let Some((seed, target, parent_state)) = outcome.child {
+            if let Some(Child {
+                seed,
+                target,
+                parent_state,
+            }) = outcome.child
+            {
                 let mut rng = mix(seed);
                 births.push(Spawn {
                     id: next_id,
