@@ -7,10 +7,13 @@
 //! must come back `None` (and a handle that resolves must give back the very
 //! entity it was made for, even after its slot has been reused).
 //!
-//! The same simulation, with the same seed, then runs on
-//! `parking_lot::Mutex<SlotMap>` and on `std::sync::Mutex<SlotMap>`. The runs
-//! must end in the same state (entity count, checksum, stale lookups), so the
-//! speeds in the table compare equal work.
+//! The same simulation, with the same seed, also runs on
+//! `parking_lot::Mutex<SlotMap>` and on `std::sync::Mutex<SlotMap>`, in
+//! lockstep with the first (one frame of each in turn, on the same workers),
+//! so that changes in the machine's load hit all three alike. The runs must
+//! agree after every frame (entity count, spawns, despawns, lookups, stale
+//! lookups) and end in the same state (checksum), so the speeds in the table
+//! compare equal work.
 //!
 //! ```sh
 //! cargo run --release --example job_system                 # about 300 frames
@@ -489,17 +492,15 @@ fn think<B: Backend>(
         stale,
     }
 }
-
-/// Totals of one run; equal across backends for the same seed and frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Counts of one run; equal across backends for the same seed and frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Totals {
-    final_entities: usize,
+    entities: usize,
     peak_entities: usize,
     spawned: u64,
     despawned: u64,
     lookups: u64,
     stale: u64,
-    checksum: u64,
 }
 
 impl Totals {
@@ -508,88 +509,92 @@ impl Totals {
     }
 }
 
-struct Run {
-    name: &'static str,
+/// One simulation on one backend.
+struct Simulation<B: Backend> {
+    backend: B,
+    /// `(entity id, key)` of every live entity, sorted by id.
+    live: Vec<(u64, B::Key)>,
+    next_id: u64,
+    frame: u32,
     totals: Totals,
     /// Time in the parallel phases (think, despawn + spawn).
     pool_time: Duration,
-    /// Whole frames, bookkeeping included.
+    /// Whole frames, one-thread bookkeeping included.
     frame_time: Duration,
-    capacity: usize,
 }
 
-fn simulate<B: Backend>(
-    workers: &rayon::ThreadPool,
-    frames: u32,
-    seed: u64,
-    progress: bool,
-) -> Run {
-    let b = B::create();
-    let mut totals = Totals {
-        final_entities: 0,
-        peak_entities: 0,
-        spawned: 0,
-        despawned: 0,
-        lookups: 0,
-        stale: 0,
-        checksum: 0,
-    };
+impl<B: Backend> Simulation<B> {
+    /// Frame 0's population, spawned in parallel like any other.
+    fn new(workers: &rayon::ThreadPool, seed: u64) -> Self {
+        let backend = B::create();
+        let initial: Vec<Spawn<B::Key>> = (0..INITIAL_ENTITIES)
+            .map(|id| {
+                let mut rng = mix(seed ^ mix(id));
+                Spawn {
+                    id,
+                    born: 0,
+                    lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
+                    parent: None,
+                    target: None,
+                    state: State {
+                        x: below(&mut rng, WORLD as u64) as i32,
+                        y: below(&mut rng, WORLD as u64) as i32,
+                        vx: 0,
+                        vy: 0,
+                        hp: MAX_HP,
+                    },
+                    rng,
+                }
+            })
+            .collect();
+        let live: Vec<(u64, B::Key)> = workers.install(|| {
+            initial
+                .par_iter()
+                .map(|spec| (spec.id, backend.insert(Entity::new(*spec))))
+                .collect()
+        });
+        let totals = Totals {
+            entities: live.len(),
+            peak_entities: live.len(),
+            spawned: INITIAL_ENTITIES,
+            ..Totals::default()
+        };
+        Simulation {
+            backend,
+            live,
+            next_id: INITIAL_ENTITIES,
+            frame: 0,
+            totals,
+            pool_time: Duration::ZERO,
+            frame_time: Duration::ZERO,
+        }
+    }
 
-    // Frame 0's population, spawned in parallel like any other.
-    let initial: Vec<Spawn<B::Key>> = (0..INITIAL_ENTITIES)
-        .map(|id| {
-            let mut rng = mix(seed ^ mix(id));
-            Spawn {
-                id,
-                born: 0,
-                lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
-                parent: None,
-                target: None,
-                state: State {
-                    x: below(&mut rng, WORLD as u64) as i32,
-                    y: below(&mut rng, WORLD as u64) as i32,
-                    vx: 0,
-                    vy: 0,
-                    hp: MAX_HP,
-                },
-                rng,
-            }
-        })
-        .collect();
-    let mut live: Vec<(u64, B::Key)> = workers.install(|| {
-        initial
-            .par_iter()
-            .map(|spec| (spec.id, b.insert(Entity::new(*spec))))
-            .collect()
-    });
-    let mut next_id = INITIAL_ENTITIES;
-    totals.spawned += INITIAL_ENTITIES;
-    totals.peak_entities = live.len();
+    /// Runs one frame: think, bookkeeping, despawn + spawn.
+    fn step(&mut self, workers: &rayon::ThreadPool) {
+        let started = Instant::now();
+        let b = &self.backend;
+        let frame = self.frame;
+        let live = &self.live;
 
-    let mut pool_time = Duration::ZERO;
-    let started = Instant::now();
-    let mut last_report = started;
-    let mut last_ops = 0;
-    for frame in 0..frames {
         // Phase 1: think, in parallel; one pin per rayon task.
-        let t = Instant::now();
         let outcomes: Vec<Outcome> = workers.install(|| {
             live.par_iter()
                 .map_init(
                     || b.pin(),
-                    |pin, &entity| think(&b, pin, frame, &live, entity),
+                    |pin, &entity| think(b, pin, frame, live, entity),
                 )
                 .collect()
         });
-        pool_time += t.elapsed();
+        let mut pool_time = started.elapsed();
 
         // Phase 2: bookkeeping on one thread, in id order.
         let mut dying = Vec::new();
         let mut survivors = Vec::with_capacity(live.len());
         let mut births = Vec::new();
         for (&(id, key), outcome) in live.iter().zip(&outcomes) {
-            totals.lookups += outcome.lookups;
-            totals.stale += outcome.stale;
+            self.totals.lookups += outcome.lookups;
+            self.totals.stale += outcome.stale;
             if outcome.despawn {
                 dying.push(key);
             } else {
@@ -603,7 +608,7 @@ fn simulate<B: Backend>(
             {
                 let mut rng = mix(seed);
                 births.push(Spawn {
-                    id: next_id,
+                    id: self.next_id,
                     born: frame + 1,
                     lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
                     parent: Some((id, key)),
@@ -617,12 +622,12 @@ fn simulate<B: Backend>(
                     },
                     rng,
                 });
-                next_id += 1;
+                self.next_id += 1;
             }
         }
 
-        // Phase 3: despawn and spawn at once; children may outlive their
-        // parents from their first frame on.
+        // Phase 3: despawn and spawn at once. A child may outlive its parent
+        // from its first frame on.
         let t = Instant::now();
         let (removed, born) = workers.install(|| {
             rayon::join(
@@ -642,70 +647,86 @@ fn simulate<B: Backend>(
             "{}: a live entity could not be removed",
             B::NAME
         );
-        totals.despawned += removed as u64;
-        totals.spawned += born.len() as u64;
         survivors.extend(born);
-        live = survivors;
-        totals.peak_entities = totals.peak_entities.max(live.len());
-        assert!(!live.is_empty(), "the population died out at frame {frame}");
+        self.live = survivors;
+        self.frame += 1;
+        let totals = &mut self.totals;
+        totals.despawned += removed as u64;
+        totals.spawned += births.len() as u64;
+        totals.entities = self.live.len();
+        totals.peak_entities = totals.peak_entities.max(self.live.len());
+        assert!(
+            !self.live.is_empty(),
+            "the population died out at frame {frame}"
+        );
+        self.pool_time += pool_time;
+        self.frame_time += started.elapsed();
+    }
 
-        if progress && last_report.elapsed() >= Duration::from_secs(1) {
-            let ops = totals.pool_ops();
-            eprintln!(
-                "  {:<28} frame {:>6}/{frames}  {:>7} entities  {:>7.1} M ops/s",
-                B::NAME,
-                frame + 1,
-                live.len(),
-                (ops - last_ops) as f64 / last_report.elapsed().as_secs_f64() / 1e6,
-            );
-            last_report = Instant::now();
-            last_ops = ops;
+    /// Checks the pool against the live list and hashes the final state,
+    /// read through the pool in id order.
+    fn finish(self) -> Run {
+        let Simulation {
+            backend: b,
+            live,
+            frame,
+            totals,
+            pool_time,
+            frame_time,
+            ..
+        } = self;
+        assert!(
+            live.windows(2).all(|w| w[0].0 < w[1].0),
+            "live list out of id order"
+        );
+        assert_eq!(
+            b.len(),
+            live.len(),
+            "{}: len disagrees with the live list",
+            B::NAME
+        );
+        let cur = frame as usize % 2;
+        let pin = b.pin();
+        let mut checksum = mix(live.len() as u64);
+        for &(id, key) in &live {
+            let words = b
+                .read(&pin, key, |e| {
+                    let s = e.body[cur].load();
+                    [
+                        e.id,
+                        e.target_id.load(Relaxed),
+                        u64::from(e.follows_parent.load(Relaxed)),
+                        e.rng.load(Relaxed),
+                        (s.x as u64) << 32 | s.y as u32 as u64,
+                        (s.vx as u64) << 32 | s.vy as u32 as u64,
+                        s.hp as u64,
+                    ]
+                })
+                .expect("a live entity");
+            assert_eq!(words[0], id);
+            checksum = words.iter().fold(checksum, |acc, &w| mix(acc ^ w));
+        }
+        drop(pin);
+        Run {
+            name: B::NAME,
+            totals,
+            checksum,
+            pool_time,
+            frame_time,
+            capacity: b.capacity(),
         }
     }
-    let frame_time = started.elapsed();
+}
 
-    // The final state, read in id order.
-    assert!(
-        live.windows(2).all(|w| w[0].0 < w[1].0),
-        "live list out of id order"
-    );
-    assert_eq!(
-        b.len(),
-        live.len(),
-        "{}: len disagrees with the live list",
-        B::NAME
-    );
-    let cur = frames as usize % 2;
-    let pin = b.pin();
-    let mut checksum = mix(live.len() as u64);
-    for &(id, key) in &live {
-        let words = b
-            .read(&pin, key, |e| {
-                let s = e.body[cur].load();
-                [
-                    e.id,
-                    e.target_id.load(Relaxed),
-                    u64::from(e.follows_parent.load(Relaxed)),
-                    e.rng.load(Relaxed),
-                    (s.x as u64) << 32 | s.y as u32 as u64,
-                    (s.vx as u64) << 32 | s.vy as u32 as u64,
-                    s.hp as u64,
-                ]
-            })
-            .expect("a live entity");
-        assert_eq!(words[0], id);
-        checksum = words.iter().fold(checksum, |acc, &w| mix(acc ^ w));
-    }
-    drop(pin);
-    totals.final_entities = live.len();
-    totals.checksum = checksum;
-    Run {
-        name: B::NAME,
-        totals,
-        pool_time,
-        frame_time,
-        capacity: b.capacity(),
-    }
+/// The outcome of one simulation.
+struct Run {
+    name: &'static str,
+    totals: Totals,
+    /// Hash of every live entity's final state, in id order.
+    checksum: u64,
+    pool_time: Duration,
+    frame_time: Duration,
+    capacity: usize,
 }
 
 // ---------------------------------------------------------------------------
@@ -771,6 +792,10 @@ fn parse_args() -> Args {
     args
 }
 
+fn rate(ops: u64, time: Duration) -> f64 {
+    ops as f64 / time.as_secs_f64().max(1e-9)
+}
+
 fn main() {
     let args = parse_args();
     let workers = rayon::ThreadPoolBuilder::new()
@@ -786,56 +811,92 @@ fn main() {
         args.seed
     );
 
-    let runs = [
-        simulate::<HandlePool<Entity<Handle>>>(&workers, args.frames, args.seed, args.progress),
-        simulate::<ParkingLotSlotMap>(&workers, args.frames, args.seed, args.progress),
-        simulate::<StdSlotMap>(&workers, args.frames, args.seed, args.progress),
-    ];
-    let t = runs[0].totals;
+    // The three simulations advance in lockstep, one frame each in turn
+    // (rotating who goes first), so a change in the machine's load hits
+    // all three alike.
+    let mut pool = Simulation::<HandlePool<Entity<Handle>>>::new(&workers, args.seed);
+    let mut parking = Simulation::<ParkingLotSlotMap>::new(&workers, args.seed);
+    let mut std_mutex = Simulation::<StdSlotMap>::new(&workers, args.seed);
+    let started = Instant::now();
+    let mut last_report = started;
+    for frame in 0..args.frames {
+        for turn in 0..3 {
+            match (frame + turn) % 3 {
+                0 => pool.step(&workers),
+                1 => parking.step(&workers),
+                _ => std_mutex.step(&workers),
+            }
+        }
+        // Equal work, frame by frame.
+        assert_eq!(
+            parking.totals, pool.totals,
+            "parking_lot run diverged at frame {frame}"
+        );
+        assert_eq!(
+            std_mutex.totals, pool.totals,
+            "std run diverged at frame {frame}"
+        );
+        if args.progress && last_report.elapsed() >= Duration::from_secs(1) {
+            let ops = pool.totals.pool_ops();
+            eprintln!(
+                "frame {:>6}/{}  {:>6} entities  {:>5.0} s  M ops/s: handle_pool {:.1}, parking_lot {:.1}, std {:.1}",
+                frame + 1,
+                args.frames,
+                pool.totals.entities,
+                started.elapsed().as_secs_f64(),
+                rate(ops, pool.pool_time) / 1e6,
+                rate(ops, parking.pool_time) / 1e6,
+                rate(ops, std_mutex.pool_time) / 1e6,
+            );
+            last_report = Instant::now();
+        }
+    }
+
+    let runs = [pool.finish(), parking.finish(), std_mutex.finish()];
+    let first = &runs[0];
     for run in &runs[1..] {
         assert_eq!(
-            run.totals, t,
+            (run.totals, run.checksum),
+            (first.totals, first.checksum),
             "{} ended in another state than {}",
-            run.name, runs[0].name
+            run.name,
+            first.name
         );
     }
 
+    let t = first.totals;
     println!(
         "all three ended in the same state: {} entities (peak {}), checksum {:016x}",
-        t.final_entities, t.peak_entities, t.checksum
+        t.entities, t.peak_entities, first.checksum
     );
     println!(
-        "per run: {} spawns, {} despawns, {} lookups ({} stale, all caught as None) = {} pool ops",
+        "each run: {} spawns, {} despawns, {} lookups = {} pool ops; {} stale lookups caught (None)",
         t.spawned,
         t.despawned,
         t.lookups,
+        t.pool_ops(),
         t.stale,
-        t.pool_ops()
     );
     println!();
     println!(
-        "{:<28} {:>9} {:>12} {:>9} {:>12} {:>10}",
-        "backend", "pool s", "M ops/s", "speedup", "frames s", "capacity"
+        "{:<28} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "backend", "phase s", "M ops/s", "speedup", "frame s", "capacity"
     );
-    let base = runs[0].totals.pool_ops() as f64 / runs[0].pool_time.as_secs_f64();
+    let base = rate(t.pool_ops(), first.pool_time);
     for run in &runs {
-        let rate = run.totals.pool_ops() as f64 / run.pool_time.as_secs_f64();
+        let ops_per_second = rate(run.totals.pool_ops(), run.pool_time);
         println!(
-            "{:<28} {:>9.3} {:>12.1} {:>8.2}x {:>12.3} {:>10}",
+            "{:<28} {:>8.3} {:>9.1} {:>8.2}x {:>9.3} {:>9}",
             run.name,
             run.pool_time.as_secs_f64(),
-            rate / 1e6,
-            base / rate,
+            ops_per_second / 1e6,
+            base / ops_per_second,
             run.frame_time.as_secs_f64(),
             run.capacity
         );
     }
     println!();
-    println!(
-        "pool s / M ops/s: time in the parallel phases (think, despawn + spawn) and pool ops per second in them;"
-    );
-    println!(
-        "speedup: handle_pool's ops/s over that row's; frames s: whole frames including one-thread bookkeeping;"
-    );
-    println!("capacity: slots allocated at the end (handle_pool reuses a slot only after an epoch grace period).");
+    println!("phase s: time in the parallel phases (think; despawn + spawn); M ops/s: pool ops per second of it");
+    println!("speedup: handle_pool's ops/s over that row's; frame s: whole frames, one-thread bookkeeping included");
+    println!("capacity: slots allocated at the end (handle_pool reuses a slot only after an epoch grace period)");
 }
