@@ -15,7 +15,8 @@
 //! # The free list: a tagged Treiber stack threaded through the slots
 //!
 //! `free` packs `tag << 32 | head`: the first free slot and a tag that every
-//! pop increments. A pop reads `head`, reads `head`'s link from its slot word,
+//! pop increments (which also makes the tag a count of inserts: see
+//! [`Stripe::len_share`]). A pop reads `head`, reads `head`'s link from its slot word,
 //! and CASes `(tag, head)` to `(tag + 1, link)`.
 //!
 //! **Why it is ABA-safe.** The classic failure: a popper reads head `A` with
@@ -44,9 +45,9 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::slot::{SlotWord, NIL};
+use crate::slot::{Slot, SlotWord, NIL};
 use crate::storage::Storage;
-use crate::sync::{AtomicIsize, AtomicU64, Ordering};
+use crate::sync::{AtomicIsize, AtomicPtr, AtomicU64, Ordering};
 
 const LOW: u64 = u32::MAX as u64;
 
@@ -79,23 +80,42 @@ pub(crate) struct RetiredBatch {
     pub(crate) count: u32,
 }
 
-/// One stripe: a free list, a retirement batch being filled, and a share of
-/// the length counter, on a cache line of its own.
+/// A batch whose grace period is over, on a stripe's ready list.
+pub(crate) struct ReadyBatch {
+    pub(crate) batch: RetiredBatch,
+    pub(crate) next: *mut ReadyBatch,
+}
+
+/// One stripe: a free list, a retirement batch being filled, the batches
+/// whose grace period is over, and a share of the length counter, on a
+/// cache line of its own.
 pub(crate) struct Stripe {
+    /// Batches the epoch collector has released, waiting for an insert (or
+    /// an exclusive `reclaim`) to drop their values and splice their slots.
+    /// Push one, take all: no ABA.
+    ready: AtomicPtr<ReadyBatch>,
     /// `tag << 32 | first free slot`.
     free: AtomicU64,
     /// `count << 32 | first retiring slot`.
     retiring: AtomicU64,
-    /// Inserts minus removes done through this stripe; may be negative.
-    pub(crate) len: AtomicIsize,
+    /// Slots ever taken off `retiring` as batches (mod 2^32 is what counts).
+    retired: AtomicU64,
+    /// Rare corrections to the length: exclusive removals (which skip the
+    /// retirement batches) and inserts given back when their closure panicked.
+    adjust: AtomicIsize,
+    /// Batches sealed on this stripe and not yet released by the collector.
+    pub(crate) in_flight: AtomicIsize,
 }
 
 impl Stripe {
     pub(crate) fn new() -> CachePadded<Self> {
         CachePadded::new(Stripe {
+            ready: AtomicPtr::new(core::ptr::null_mut()),
             free: AtomicU64::new(pack(0, NIL)),
             retiring: AtomicU64::new(pack(0, NIL)),
-            len: AtomicIsize::new(0),
+            retired: AtomicU64::new(0),
+            adjust: AtomicIsize::new(0),
+            in_flight: AtomicIsize::new(0),
         })
     }
 
@@ -105,10 +125,13 @@ impl Stripe {
         low(self.free.load(Ordering::Relaxed)) == NIL
     }
 
-    /// Pops a free slot; returns its index and its `FREE` word. The caller
-    /// owns the slot from then on.
+    /// Pops a free slot; returns its index, the slot and its `FREE` word.
+    /// The caller owns the slot from then on.
     #[inline]
-    pub(crate) fn pop<T>(&self, storage: &Storage<T>) -> Option<(u32, SlotWord)> {
+    pub(crate) fn pop<'a, T>(
+        &self,
+        storage: &'a Storage<T>,
+    ) -> Option<(u32, &'a Slot<T>, SlotWord)> {
         // Acquire pairs with the Release CAS in `push_chain`: the links the
         // pusher wrote, and the reclaimer's drop of the old value, are visible.
         let mut head = self.free.load(Ordering::Acquire);
@@ -119,14 +142,15 @@ impl Stripe {
             }
             // Relaxed: the link was published by the Acquire load of `head`;
             // if the slot has moved on since, the CAS below fails (see module docs).
-            let word = SlotWord::from_bits(storage.slot(index).word.load(Ordering::Relaxed));
+            let slot = storage.slot(index);
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
             let next = pack(high(head).wrapping_add(1), word.link());
             // Acquire on both outcomes: as for the first load of `head`.
             match self
                 .free
                 .compare_exchange_weak(head, next, Ordering::Acquire, Ordering::Acquire)
             {
-                Ok(_) => return Some((index, word)),
+                Ok(_) => return Some((index, slot, word)),
                 Err(actual) => head = actual,
             }
         }
@@ -157,15 +181,14 @@ impl Stripe {
     /// Returns a full batch when this push completes one; the caller must
     /// then have it reclaimed.
     #[inline]
-    pub(crate) fn push_retiring<T>(
+    pub(crate) fn push_retiring(
         &self,
-        storage: &Storage<T>,
+        word: &AtomicU64,
         index: u32,
         generation: u32,
         mut current: u64,
         batch: u32,
     ) -> Option<RetiredBatch> {
-        let word = &storage.slot(index).word;
         loop {
             let count = high(current) + 1;
             let new = if count >= batch {
@@ -196,6 +219,62 @@ impl Stripe {
         }
     }
 
+    /// This stripe's share of the pool's length, mod 2^32: every insert pops
+    /// a free list once, which raises that list's tag, and every `remove`
+    /// pushes its slot on a retirement batch once. Deriving the length from
+    /// words the operations write anyway spares each of them a counter RMW.
+    #[inline]
+    pub(crate) fn len_share(&self) -> u32 {
+        let pops = high(self.free.load(Ordering::Relaxed));
+        let pending = high(self.retiring.load(Ordering::Relaxed));
+        let retired = self.retired.load(Ordering::Relaxed) as u32;
+        let adjust = self.adjust.load(Ordering::Relaxed) as u32;
+        pops.wrapping_sub(pending)
+            .wrapping_sub(retired)
+            .wrapping_add(adjust)
+    }
+
+    /// Records a length change that bypassed the pops and batches.
+    pub(crate) fn adjust_len(&self, delta: isize) {
+        self.adjust.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Puts a batch whose grace period is over on the ready list.
+    pub(crate) fn push_ready(&self, node: Box<ReadyBatch>) {
+        let node = Box::into_raw(node);
+        let mut head = self.ready.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `node` came from `Box::into_raw` just above and is not
+            // shared until the CAS below succeeds.
+            unsafe { (*node).next = head };
+            // Release pairs with the Acquire swap in `take_ready`: the node's
+            // fields are written before the taker reads them.
+            match self
+                .ready
+                .compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Whether the ready list looks empty (a hint).
+    #[inline]
+    pub(crate) fn has_ready(&self) -> bool {
+        !self.ready.load(Ordering::Relaxed).is_null()
+    }
+
+    /// Takes every ready batch; the caller owns the returned list of nodes
+    /// (made by `Box::into_raw`, linked through `next`).
+    pub(crate) fn take_ready(&self) -> *mut ReadyBatch {
+        if !self.has_ready() {
+            return core::ptr::null_mut();
+        }
+        // Acquire pairs with the Release CAS in `push_ready`.
+        self.ready.swap(core::ptr::null_mut(), Ordering::Acquire)
+    }
+
     /// The head of the retirement batch, for a remover to link its slot to
     /// before it pushes.
     #[inline]
@@ -207,6 +286,8 @@ impl Stripe {
     pub(crate) fn take_retiring(&self) -> Option<RetiredBatch> {
         // Acquire: as when a remover takes a full batch.
         let taken = self.retiring.swap(pack(0, NIL), Ordering::Acquire);
+        self.retired
+            .fetch_add(high(taken) as u64, Ordering::Relaxed);
         (low(taken) != NIL).then(|| RetiredBatch {
             head: low(taken),
             count: high(taken),

@@ -10,7 +10,7 @@ use crate::error::CapacityError;
 use crate::handle::{Handle, PoolHandle};
 use crate::iter::{Drain, Iter, IterMut};
 use crate::reclaim::{self, defer_batch, propagate, reclaim_now};
-use crate::shared::Shared;
+use crate::shared::{Acquired, Shared};
 use crate::slot::{SlotWord, State};
 use crate::sync::{Arc, Ordering};
 
@@ -141,11 +141,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert!(pool.contains(h));
     /// ```
     pub fn try_insert(&self, value: T) -> Result<H, CapacityError<T>> {
-        let home = self.shared.home();
-        let Some((index, previous)) = self.shared.acquire(home) else {
+        let Some(acquired) = self.shared.acquire(self.shared.home()) else {
             return Err(CapacityError(value));
         };
-        Ok(self.publish(home, index, previous + 1, value))
+        Ok(publish(acquired, value))
     }
 
     /// Inserts the value `f` makes from its own handle, so an object can
@@ -165,10 +164,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// ```
     pub fn insert_with(&self, f: impl FnOnce(H) -> T) -> H {
         let home = self.shared.home();
-        let Some((index, previous)) = self.shared.acquire(home) else {
+        let Some(acquired) = self.shared.acquire(home) else {
             panic!("HandlePool::insert_with: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
         };
-        let generation = previous + 1;
+        let (index, generation) = (acquired.index, acquired.generation);
         let handle = H::from_handle(Handle::new(index, generation));
         // If `f` unwinds, burn the generation it saw and give the slot back.
         struct GiveBack<'a, T> {
@@ -192,23 +191,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         };
         let value = f(handle);
         core::mem::forget(give_back);
-        self.publish(home, index, generation, value)
-    }
-
-    /// Writes the value into a slot `acquire` gave us and makes it visible.
-    #[inline]
-    fn publish(&self, home: usize, index: u32, generation: u32, value: T) -> H {
-        let slot = self.shared.storage.slot(index);
-        // SAFETY: `acquire` popped the slot off a free list (or reserved it
-        // fresh), so this thread owns it: it is FREE, holds no value, and no
-        // reader dereferences it until the word below says OCCUPIED.
-        unsafe { slot.write_value(value) };
-        // Release pairs with the Acquire load in `Shared::occupied_slot` (and
-        // with `remove`'s CAS): the value is written before the handle resolves.
-        slot.word
-            .store(SlotWord::occupied(generation).to_bits(), Ordering::Release);
-        self.shared.add_len(home, 1);
-        H::from_handle(Handle::new(index, generation))
+        publish(acquired, value)
     }
 
     /// Whether `handle` refers to a value in the pool right now.
@@ -547,15 +530,31 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
         {
             return false;
         }
-        self.shared.add_len(home, -1);
         let batch = self.shared.config.batch;
-        if let Some(full) =
-            stripe.push_retiring(&self.shared.storage, index, generation, current, batch)
-        {
+        if let Some(full) = stripe.push_retiring(&slot.word, index, generation, current, batch) {
             defer_batch(&self.shared, home, full);
         }
         true
     }
+}
+
+/// Writes the value into a slot `acquire` gave us and makes it visible.
+#[inline]
+fn publish<T, H: PoolHandle>(acquired: Acquired<'_, T>, value: T) -> H {
+    let Acquired {
+        index,
+        slot,
+        generation,
+    } = acquired;
+    // SAFETY: `acquire` popped the slot off a free list, so this thread owns
+    // it: it is FREE, holds no value, and no reader dereferences it until the
+    // word below says OCCUPIED.
+    unsafe { slot.write_value(value) };
+    // Release pairs with the Acquire load in `Shared::occupied_slot` (and
+    // with `remove`'s CAS): the value is written before the handle resolves.
+    slot.word
+        .store(SlotWord::occupied(generation).to_bits(), Ordering::Release);
+    H::from_handle(Handle::new(index, generation))
 }
 
 /// Moves the value out of an OCCUPIED slot under `&mut` and frees the slot.
@@ -574,7 +573,6 @@ pub(crate) unsafe fn take_exclusive<T>(shared: &Shared<T>, index: u32) -> T {
         shared.config.max_generation,
     );
     shared.release(home, index, vacant);
-    shared.add_len(home, -1);
     value
 }
 

@@ -11,20 +11,32 @@
 //! crossbeam-epoch runs the closure only after every thread that was pinned
 //! when it was deferred has unpinned; those are the only threads that can have
 //! read the word while it was `OCCUPIED(g)`, since a reader pins before it
-//! loads. So when the closure runs, no reference to any value in the batch is
-//! left: it drops the values, moves the slots to `FREE(g)` (or `DEAD(g)` at the
-//! generation limit) and splices the whole batch onto the free list at once.
+//! loads. So once the closure has run, no reference to any value in the batch
+//! is left.
+//!
+//! The closure itself only moves the batch onto its stripe's ready list (one
+//! CAS). The work of reclaiming it (dropping the values, moving the slots to
+//! `FREE(g)`, or `DEAD(g)` at the generation limit, and splicing the whole
+//! batch onto a free list at once) is done later, unpinned, by an insert that
+//! finds its free list empty. Why: crossbeam runs deferred closures while the
+//! collecting thread is pinned, and a thread preempted while pinned stops the
+//! epoch for everyone; every microsecond spent pinned is a chance for an
+//! oversubscribed machine to stall all reuse and make the pool grow. The
+//! remover's own pinned window is likewise just `defer` plus `flush`.
 //!
 //! # Exclusive access and the pool's drop
 //!
 //! `reclaim(&mut self)` and the pool's `Drop` drop pending values at once:
 //! `&mut` proves no reader holds a reference. Values in the stripes' unsealed
-//! batches are simply reclaimed. Values in batches already handed to the
-//! collector are claimed slot by slot with the same CAS the closure uses,
-//! `RETIRING(g, l)` → `FREE(g, l)`: whichever of the two wins drops the value,
-//! so each is dropped exactly once. The exclusive side keeps the link `l`, and
-//! never puts such a slot on a free list, so the closure can still walk its
-//! batch and splice the slots when it runs.
+//! and released batches are simply reclaimed. Values in batches still inside
+//! the collector are dropped slot by slot, moving each word from
+//! `RETIRING(g, l)` to `FREE(g, l)`. The batch is reclaimed later, by an
+//! insert, after its closure has released it: it finds those slots `FREE`,
+//! drops nothing, and only splices them, so each value is dropped exactly
+//! once. The exclusive side keeps the link `l`, and never puts such a slot
+//! on a free list, so the batch can still be walked. No CAS is needed for
+//! this hand-over: the closure itself touches no slot, and batches are
+//! reclaimed only inside pool operations, which `&mut` excludes.
 //!
 //! The closure may run on any thread after the pool is gone, so it holds an
 //! `Arc` of the shared state (one clone per batch, not per remove): the
@@ -39,7 +51,7 @@
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use crate::free_list::{Chain, RetiredBatch};
+use crate::free_list::{Chain, ReadyBatch, RetiredBatch};
 use crate::shared::Shared;
 use crate::slot::{SlotWord, State};
 use crate::sync::{Arc, Ordering};
@@ -50,14 +62,23 @@ type Panic = Box<dyn std::any::Any + Send + 'static>;
 struct BatchJob<T> {
     shared: Arc<Shared<T>>,
     stripe: usize,
-    batch: RetiredBatch,
+    node: Box<ReadyBatch>,
 }
 
-// SAFETY: the job moves to the thread that runs the collector, where it drops
-// the batch's values (hence `T: Send`) and touches the storage only through
-// atomics and slots whose values it owns by winning the claim CAS; it never
-// creates a `&T` that another thread could also hold.
+// SAFETY: the job moves to the thread that runs the collector, where it only
+// pushes its node onto a ready list through atomics; it never touches a `T`.
+// It still requires `T: Send`, because the `Arc` it holds may be the last
+// one, and then the storage (not the values: those are gone) drops there.
 unsafe impl<T: Send> Send for BatchJob<T> {}
+
+impl<T> BatchJob<T> {
+    /// Runs once the grace period is over.
+    fn release(self) {
+        let stripe = &self.shared.stripes[self.stripe];
+        stripe.push_ready(self.node);
+        stripe.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// Hands a full batch to the epoch collector.
 pub(crate) fn defer_batch<T: Send + 'static>(
@@ -65,24 +86,53 @@ pub(crate) fn defer_batch<T: Send + 'static>(
     stripe: usize,
     batch: RetiredBatch,
 ) {
+    // Allocate before pinning: the pinned window should be as short as possible.
     let job = BatchJob {
         shared: Arc::clone(shared),
         stripe,
-        batch,
-    };
-    let guard = crossbeam_epoch::pin();
-    guard.defer(move || {
-        let BatchJob {
-            shared,
-            stripe,
+        node: Box::new(ReadyBatch {
             batch,
-        } = job;
-        // Panics were caught per value; see the module docs.
-        let _ = reclaim_batch(&shared, stripe, batch);
-    });
-    // Push the batch to the global queue now and help collect, so slots come
-    // back for reuse promptly instead of after 64 more batches.
-    guard.flush();
+            next: core::ptr::null_mut(),
+        }),
+    };
+    // Relaxed: a hint for inserts deciding whether the epoch is worth pushing.
+    let sealed = shared.stripes[stripe]
+        .in_flight
+        .fetch_add(1, Ordering::Relaxed);
+    let guard = crossbeam_epoch::pin();
+    guard.defer(move || job.release());
+    // The batch sits in this thread's local bag until the bag is flushed to
+    // the global queue. Flushing (and collecting) costs about a microsecond
+    // pinned, so the remover does it only for every few batches; an insert
+    // that runs out of slots flushes too (`Shared::acquire_slow`).
+    if sealed % FLUSH_EVERY == 0 {
+        guard.flush();
+    }
+}
+
+/// A remover flushes its local bag for one batch in this many.
+const FLUSH_EVERY: isize = 4;
+
+/// Pins, pushes this thread's deferred batches to the global queue, and
+/// helps the epoch advance and expired batches get released.
+pub(crate) fn advance_epoch() {
+    crossbeam_epoch::pin().flush();
+}
+
+/// Reclaims every batch on `from`'s ready list into `into`'s free list.
+/// Returns whether any slot was reclaimed. A value's `Drop` panicking here
+/// (inside some unrelated insert) is caught and discarded; see the module docs.
+pub(crate) fn reclaim_ready<T>(shared: &Shared<T>, from: usize, into: usize) -> bool {
+    let mut node = shared.stripes[from].take_ready();
+    let found = !node.is_null();
+    while !node.is_null() {
+        // SAFETY: `take_ready` gave us the whole list; every node came from
+        // `Box::into_raw` in `push_ready` and nobody else can reach it now.
+        let owned = unsafe { Box::from_raw(node) };
+        node = owned.next;
+        let _ = reclaim_batch(shared, into, owned.batch);
+    }
+    found
 }
 
 /// Reclaims a batch whose grace period is over (or that `&mut` access owns):
@@ -153,10 +203,20 @@ pub(crate) fn reclaim_batch<T>(
 /// Returns the first panic of a value's `Drop`, after finishing.
 pub(crate) fn reclaim_now<T>(shared: &Shared<T>) -> Option<Panic> {
     let mut first_panic = None;
-    // Unsealed batches belong to no closure: reclaim them completely.
+    // Unsealed and released batches belong to no pending closure: reclaim
+    // them completely.
     for (stripe, s) in shared.stripes.iter().enumerate() {
         if let Some(batch) = s.take_retiring() {
             if let Some(p) = reclaim_batch(shared, stripe, batch) {
+                first_panic.get_or_insert(p);
+            }
+        }
+        let mut node = s.take_ready();
+        while !node.is_null() {
+            // SAFETY: as in `reclaim_ready`: the taken list is ours alone.
+            let owned = unsafe { Box::from_raw(node) };
+            node = owned.next;
+            if let Some(p) = reclaim_batch(shared, stripe, owned.batch) {
                 first_panic.get_or_insert(p);
             }
         }

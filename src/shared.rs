@@ -5,9 +5,19 @@ use crossbeam_utils::CachePadded;
 
 use crate::config::Config;
 use crate::free_list::{Chain, Stripe};
+use crate::reclaim::{advance_epoch, reclaim_ready};
 use crate::slot::{Slot, SlotWord};
 use crate::storage::Storage;
-use crate::sync::{thread_stripe_hint, AtomicU64, Ordering};
+use crate::sync::{thread_stripe_hint, yield_now, AtomicU64, Ordering};
+
+/// A `FREE` slot taken for an insert, owned by the inserting thread until it
+/// publishes the value or gives the slot back.
+pub(crate) struct Acquired<'a, T> {
+    pub(crate) index: u32,
+    pub(crate) slot: &'a Slot<T>,
+    /// The generation the new occupant gets.
+    pub(crate) generation: u32,
+}
 
 pub(crate) struct Shared<T> {
     pub(crate) storage: Storage<T>,
@@ -44,48 +54,117 @@ impl<T> Shared<T> {
     }
 
     /// Takes a `FREE` slot for an insert: from the home stripe, else from any
-    /// other stripe, else fresh. Returns the index and the slot's generation
-    /// (the new occupant gets one more), or `None` when the pool is full.
-    /// The caller owns the slot until it publishes or releases it.
+    /// other stripe, else fresh; `None` when the pool is full.
     #[inline]
-    pub(crate) fn acquire(&self, home: usize) -> Option<(u32, u32)> {
-        if let Some((index, word)) = self.stripes[home].pop(&self.storage) {
-            return Some((index, word.generation()));
+    pub(crate) fn acquire(&self, home: usize) -> Option<Acquired<'_, T>> {
+        if let Some(found) = self.pop_from(home) {
+            return Some(found);
         }
         self.acquire_slow(home)
     }
 
+    /// Reusable slots first, in order of cost: batches released on the home
+    /// stripe, other stripes' free lists, other stripes' released batches;
+    /// fresh slots only when nothing reusable is ready.
     #[cold]
-    fn acquire_slow(&self, home: usize) -> Option<(u32, u32)> {
+    fn acquire_slow(&self, home: usize) -> Option<Acquired<'_, T>> {
+        if reclaim_ready(self, home, home) {
+            if let Some(found) = self.pop_from(home) {
+                return Some(found);
+            }
+        }
         let mask = self.stripes.len() - 1;
         for step in 1..self.stripes.len() {
-            let stripe = &self.stripes[(home + step) & mask];
-            if stripe.looks_empty() {
-                continue;
+            let other = (home + step) & mask;
+            if !self.stripes[other].looks_empty() {
+                if let Some(found) = self.pop_from(other) {
+                    return Some(found);
+                }
             }
-            if let Some((index, word)) = stripe.pop(&self.storage) {
-                return Some((index, word.generation()));
+        }
+        if let Some(found) = self.reclaim_any(home) {
+            return Some(found);
+        }
+        if self.batches_in_flight() >= 2 {
+            // Removed slots are waiting for the epoch: push it along once.
+            advance_epoch();
+            if let Some(found) = self.reclaim_any(home) {
+                return Some(found);
+            }
+            if self.reclamation_is_behind() {
+                // Most slots are waiting for an epoch that a thread preempted
+                // while pinned may be holding back for a whole time slice.
+                // Give the CPU away once, so that thread can run and unpin,
+                // then look again; either way we go on (no waiting on anyone).
+                yield_now();
+                advance_epoch();
+                if let Some(found) = self.reclaim_any(home) {
+                    return Some(found);
+                }
             }
         }
         self.acquire_fresh(home, self.config.fresh_block)
-            .map(|start| (start, 0))
     }
 
-    /// Reserves up to `count` never-used slots with one atomic step and
-    /// returns the first; the rest go onto the home stripe's free list.
-    fn acquire_fresh(&self, home: usize, count: u32) -> Option<u32> {
-        let (start, end) = self.reserve_fresh(count)?;
-        if end - start > 1 {
-            self.link_fresh(start + 1, end);
-            self.stripes[home].push_chain(
-                &self.storage,
-                Chain {
-                    first: start + 1,
-                    last: end - 1,
-                },
-            );
+    /// Reclaims released batches from any stripe into the home stripe.
+    fn reclaim_any(&self, home: usize) -> Option<Acquired<'_, T>> {
+        let mask = self.stripes.len() - 1;
+        for step in 0..self.stripes.len() {
+            let other = (home + step) & mask;
+            if self.stripes[other].has_ready() && reclaim_ready(self, other, home) {
+                if let Some(found) = self.pop_from(home) {
+                    return Some(found);
+                }
+            }
         }
-        Some(start)
+        None
+    }
+
+    /// How many sealed batches are waiting for their grace period. Below
+    /// two, growing a little is cheaper than pushing the epoch (a flush costs
+    /// about a microsecond); from two on, one epoch step releases a batch.
+    fn batches_in_flight(&self) -> isize {
+        self.stripes
+            .iter()
+            .map(|stripe| stripe.in_flight.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Whether growing now would be growth the live count does not explain:
+    /// more than 4x the live values plus 1024 slots are already in use.
+    fn reclamation_is_behind(&self) -> bool {
+        self.used_slots() > 4 * self.len() as u64 + 1024
+    }
+
+    #[inline]
+    fn pop_from(&self, stripe: usize) -> Option<Acquired<'_, T>> {
+        self.stripes[stripe]
+            .pop(&self.storage)
+            .map(|(index, slot, word)| Acquired {
+                index,
+                slot,
+                generation: word.generation() + 1,
+            })
+    }
+
+    /// Reserves up to `count` never-used slots with one atomic step, puts
+    /// them on the home stripe's free list and pops one (every insert is a
+    /// pop: that is what counts it). If other threads took them all first,
+    /// they made progress, and we start over.
+    fn acquire_fresh(&self, home: usize, count: u32) -> Option<Acquired<'_, T>> {
+        let (start, end) = self.reserve_fresh(count)?;
+        self.link_fresh(start, end);
+        self.stripes[home].push_chain(
+            &self.storage,
+            Chain {
+                first: start,
+                last: end - 1,
+            },
+        );
+        match self.pop_from(home) {
+            Some(found) => Some(found),
+            None => self.acquire_slow(home),
+        }
     }
 
     /// Reserves a block of at most `count` consecutive never-used slots,
@@ -115,8 +194,11 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Puts a slot the caller owns back on the home stripe's free list.
+    /// Puts a slot the caller owns back on the home stripe's free list, for
+    /// an exclusive removal or an insert given back: either way one value
+    /// fewer than the pops count.
     pub(crate) fn release(&self, home: usize, index: u32, word: SlotWord) {
+        self.stripes[home].adjust_len(-1);
         let slot = self.storage.slot(index);
         slot.word.store(word.to_bits(), Ordering::Relaxed);
         if word.state() == crate::slot::State::Free {
@@ -130,19 +212,20 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Sum of the stripes' counters: exact when no operation is in flight.
+    /// Sum of the stripes' shares: exact when no operation is in flight.
+    /// The shares are read one after another, so under concurrency a remove
+    /// may be seen without its insert; such a transient underflow reads as 0.
     pub(crate) fn len(&self) -> usize {
         let sum = self
             .stripes
             .iter()
-            .map(|stripe| stripe.len.load(Ordering::Relaxed))
-            .fold(0isize, isize::wrapping_add);
-        sum.max(0) as usize
-    }
-
-    #[inline]
-    pub(crate) fn add_len(&self, home: usize, delta: isize) {
-        self.stripes[home].len.fetch_add(delta, Ordering::Relaxed);
+            .map(|stripe| stripe.len_share())
+            .fold(0u32, u32::wrapping_add);
+        if sum as u64 > self.used_slots() {
+            0
+        } else {
+            sum as usize
+        }
     }
 
     /// The slot `index` if it holds the occupant with `generation`.
@@ -153,5 +236,21 @@ impl<T> Shared<T> {
         // `insert`, so its value is visible once the word matches.
         let word = slot.word.load(Ordering::Acquire);
         (word == SlotWord::occupied(generation).to_bits()).then_some(slot)
+    }
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        // Closures that ran after the pool was dropped left their nodes on the
+        // ready lists; the pool's drop already dropped every value.
+        for stripe in self.stripes.iter() {
+            let mut node = stripe.take_ready();
+            while !node.is_null() {
+                // SAFETY: the taken list is ours alone (`&mut self`), and
+                // every node came from `Box::into_raw` in `push_ready`.
+                let owned = unsafe { Box::from_raw(node) };
+                node = owned.next;
+            }
+        }
     }
 }

@@ -14,8 +14,10 @@ use core::ptr;
 use crate::slot::Slot;
 use crate::sync::{AtomicPtr, Ordering};
 
-/// Enough buckets for every index up to `MAX_INDEX` with a first bucket of one slot.
-const BUCKETS: usize = 33;
+/// Enough buckets for every index up to `MAX_INDEX` with a first bucket of
+/// one slot (33 are needed); 64 so that `bucket & (BUCKETS - 1)` proves the
+/// index in range without a bounds check.
+const BUCKETS: usize = 64;
 
 pub(crate) struct Storage<T> {
     buckets: [AtomicPtr<Slot<T>>; BUCKETS],
@@ -46,7 +48,7 @@ impl<T> Storage<T> {
     fn locate(&self, index: u32) -> Location {
         let shifted = index as u64 + (1u64 << self.first_shift);
         let top = 63 - shifted.leading_zeros();
-        let bucket = (top - self.first_shift) as usize;
+        let bucket = (top - self.first_shift) as usize & (BUCKETS - 1);
         Location {
             bucket,
             offset: (shifted - (1u64 << top)) as usize,

@@ -6,6 +6,11 @@
 //! builds compile the same code. Nothing here appears in a public signature.
 
 #[cfg(handle_pool_loom)]
+pub(crate) use loom::thread::yield_now;
+#[cfg(not(handle_pool_loom))]
+pub(crate) use std::thread::yield_now;
+
+#[cfg(handle_pool_loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, Ordering},
