@@ -474,7 +474,7 @@ fn think<B: Backend>(
         parent_state: next_state,
     });
 
-    // Write back: the next state buffer, the target, the generator.
+    // Write back: the next state buffer, target, parent flag and generator.
     lookups += 1;
     b.read(pin, key, |e| {
         e.body[1 - cur].store(next_state);
@@ -492,6 +492,7 @@ fn think<B: Backend>(
         stale,
     }
 }
+
 /// Counts of one run; equal across backends for the same seed and frames.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Totals {
