@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 mod workloads;
 
@@ -29,6 +29,7 @@ struct Matrix {
     scale: Scale,
     warm_up: Duration,
     measurement: Duration,
+    resamples: usize,
 }
 
 impl Matrix {
@@ -45,9 +46,17 @@ impl Matrix {
                     Workload::Hot,
                 ],
                 threads: vec![1, 2, 8],
-                scale: Scale::QUICK,
-                warm_up: Duration::from_millis(100),
-                measurement: Duration::from_millis(300),
+                // Half the report's quick sizes: criterion runs each cell
+                // at least 10 times plus its warm-up.
+                scale: Scale {
+                    get_ops: Scale::QUICK.get_ops / 2,
+                    churn_pairs: Scale::QUICK.churn_pairs / 2,
+                    mixed_ops: Scale::QUICK.mixed_ops / 2,
+                    insert_total: Scale::QUICK.insert_total,
+                },
+                warm_up: Duration::from_millis(50),
+                measurement: Duration::from_millis(250),
+                resamples: 5_000,
             }
         } else {
             Matrix {
@@ -64,6 +73,7 @@ impl Matrix {
                 scale: Scale::FULL,
                 warm_up: Duration::from_millis(500),
                 measurement: Duration::from_secs(2),
+                resamples: 100_000,
             }
         }
     }
@@ -80,6 +90,8 @@ impl PoolVisitor for Bench<'_, '_> {
         let workload = self.workload;
         let scale = self.matrix.scale;
         let group = &mut *self.group;
+        // One iteration is a whole multi-millisecond run.
+        group.sampling_mode(SamplingMode::Flat);
         for &threads in &self.matrix.threads {
             if P::SINGLE_THREAD && threads > 1 {
                 continue;
@@ -139,6 +151,7 @@ fn main() {
         .sample_size(10)
         .warm_up_time(matrix.warm_up)
         .measurement_time(matrix.measurement)
+        .nresamples(matrix.resamples)
         .configure_from_args();
     for &workload in &matrix.workloads {
         let mut group = c.benchmark_group(workload.id());
