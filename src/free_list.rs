@@ -205,7 +205,10 @@ impl Stripe {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) if count >= batch => return Some(RetiredBatch { head: index, count }),
+                Ok(_) if count >= batch => {
+                    self.retired.fetch_add(count as u64, Ordering::Relaxed);
+                    return Some(RetiredBatch { head: index, count });
+                }
                 Ok(_) => return None,
                 Err(actual) => {
                     current = actual;
