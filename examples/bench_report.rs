@@ -487,6 +487,41 @@ fn nproc() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The commit the pool was built from, and whether `src/` differs from it.
+fn source_revision() -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(commit) => {
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--",
+                "src",
+                "Cargo.toml",
+                "benches",
+                "examples/bench_report.rs",
+            ])
+            .is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("commit `{commit}` **with uncommitted changes**")
+            } else {
+                format!("commit `{commit}`")
+            }
+        }
+        None => "unknown (not a git checkout)".into(),
+    }
+}
+
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -564,6 +599,7 @@ fn capacity_text(cell: &Cell) -> String {
 }
 
 struct RunInfo {
+    revision: String,
     date: String,
     seconds: f64,
     load_before: String,
@@ -581,6 +617,7 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
          `benches/workloads/`, shared with the criterion bench (`cargo bench`).\n"
     );
     let _ = writeln!(s, "- Command: `{}`", o.command);
+    let _ = writeln!(s, "- Source: {}", info.revision);
     let _ = writeln!(
         s,
         "- Machine: {} logical CPUs (`nproc`), {}",
@@ -916,6 +953,7 @@ fn main() {
         _ => None,
     };
     let info = RunInfo {
+        revision: source_revision(),
         date,
         seconds,
         load_before,
