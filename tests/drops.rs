@@ -415,10 +415,10 @@ fn a_panicking_insert_with_gives_the_slot_back_and_leaks_nothing() {
     assert_eq!(pool.capacity(), 1);
     let h2 = pool.insert_with(|_| Tracked::new(2, &log));
     assert_eq!(pool.len(), 2);
+    assert_eq!(pool.with(h2, |v| v.id), Some(2));
     assert!(!pool.contains(shown));
     drop(pool);
     log.assert_all_once();
-    let _ = h2;
 }
 
 #[test]
