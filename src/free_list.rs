@@ -83,6 +83,8 @@ pub(crate) struct RetiredBatch {
 /// A batch whose grace period is over, on a stripe's ready list.
 pub(crate) struct ReadyBatch {
     pub(crate) batch: RetiredBatch,
+    /// The pool's era when the batch was sealed (see `reclaim`).
+    pub(crate) era: u64,
     pub(crate) next: *mut ReadyBatch,
 }
 
@@ -151,6 +153,42 @@ impl Stripe {
                 .compare_exchange_weak(head, next, Ordering::Acquire, Ordering::Acquire)
             {
                 Ok(_) => return Some((index, slot, word)),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Pops up to `max` free slots at once: walks that many links from the
+    /// head and swings the head past them with one CAS, raising the tag by
+    /// the number taken (each is an insert). Returns the first slot and the
+    /// count; the caller owns the chain, linked through the slot words.
+    ///
+    /// ABA-safe for the same reason as `pop`: the CAS succeeds only if the
+    /// head and tag are unchanged, which means no pop happened since we read
+    /// the head, so no slot of the chain we walked can have moved.
+    pub(crate) fn pop_chain<T>(&self, storage: &Storage<T>, max: u32) -> Option<(u32, u32)> {
+        // Acquire: as in `pop`; it also covers the links of every slot
+        // below the head (earlier pushes are in the head's release sequence).
+        let mut head = self.free.load(Ordering::Acquire);
+        loop {
+            let first = low(head);
+            if first == NIL || max == 0 {
+                return None;
+            }
+            let mut count = 0;
+            let mut next = first;
+            while count < max && next != NIL {
+                // Relaxed: as in `pop`; a stale link only makes the CAS fail.
+                next = SlotWord::from_bits(storage.slot(next).word.load(Ordering::Relaxed)).link();
+                count += 1;
+            }
+            let new = pack(high(head).wrapping_add(count), next);
+            // Acquire on both outcomes: as in `pop`.
+            match self
+                .free
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return Some((first, count)),
                 Err(actual) => head = actual,
             }
         }
@@ -235,6 +273,12 @@ impl Stripe {
         pops.wrapping_sub(pending)
             .wrapping_sub(retired)
             .wrapping_add(adjust)
+    }
+
+    /// Records `count` removals that went into a batch of their own
+    /// (`remove_many`) rather than through `retiring`.
+    pub(crate) fn note_retired(&self, count: u32) {
+        self.retired.fetch_add(count as u64, Ordering::Relaxed);
     }
 
     /// Records a length change that bypassed the pops and batches.

@@ -246,6 +246,8 @@ macro_rules! new_handle_type {
             }
         }
 
+        $crate::__serde_handle!($name);
+
         $crate::new_handle_type!($($rest)*);
     };
     () => {};

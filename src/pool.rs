@@ -7,9 +7,10 @@ use crossbeam_epoch::Guard;
 
 use crate::config::Config;
 use crate::error::CapacityError;
+use crate::free_list::{Chain, RetiredBatch};
 use crate::handle::{Handle, PoolHandle};
 use crate::iter::{Drain, Iter, IterMut};
-use crate::reclaim::{self, defer_batch, propagate, reclaim_now};
+use crate::reclaim::{self, defer_batch, propagate, reclaim_now, reclaim_ready};
 use crate::shared::{Acquired, Shared};
 use crate::slot::{SlotWord, State};
 use crate::sync::{Arc, Ordering};
@@ -192,6 +193,113 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         let value = f(handle);
         core::mem::forget(give_back);
         publish(acquired, value)
+    }
+
+    /// Inserts many values at once and returns their handles, in order.
+    ///
+    /// Reusable slots are taken from the free list several at a time (one
+    /// CAS per run of slots), and whatever is left gets one contiguous block
+    /// of fresh slots reserved with a single atomic step: the fresh handles
+    /// of one call have consecutive indices, so a caller can allocate a
+    /// connected block of ids. See [`insert_many_into`](Self::insert_many_into)
+    /// to reuse a buffer.
+    ///
+    /// # Panics
+    /// When the pool is full, as [`insert`](Self::insert); the values
+    /// inserted before that stay in the pool.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// let handles = pool.insert_many(0..100);
+    /// assert_eq!(handles.len(), 100);
+    /// // A fresh pool has nothing to reuse: one block of consecutive indices.
+    /// assert!(handles.windows(2).all(|w| w[1].index() == w[0].index() + 1));
+    /// assert_eq!(pool.get_cloned(handles[42]), Some(42));
+    /// ```
+    pub fn insert_many(&self, values: impl IntoIterator<Item = T>) -> Vec<H> {
+        let mut handles = Vec::new();
+        self.insert_many_into(values, &mut handles);
+        handles
+    }
+
+    /// Inserts many values at once, appending their handles to `handles`.
+    /// Otherwise the same as [`insert_many`](Self::insert_many).
+    ///
+    /// # Panics
+    /// When the pool is full; the values inserted before that stay in the
+    /// pool and their handles are in `handles`.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// let mut handles = Vec::with_capacity(64);
+    /// for frame in 0..3 {
+    ///     handles.clear();
+    ///     pool.insert_many_into((0..64).map(|i| (frame, i)), &mut handles);
+    ///     assert_eq!(handles.len(), 64);
+    /// }
+    /// assert_eq!(pool.len(), 192);
+    /// ```
+    pub fn insert_many_into(&self, values: impl IntoIterator<Item = T>, handles: &mut Vec<H>) {
+        let values: Vec<T> = values.into_iter().collect();
+        let mut remaining = values.len();
+        let mut values = values.into_iter();
+        handles.reserve(remaining);
+        let shared = &*self.shared;
+        let home = shared.home();
+        while remaining > 0 {
+            let max = remaining.min(u32::MAX as usize) as u32;
+            let Some((first, count)) = shared.stripes[home].pop_chain(&shared.storage, max) else {
+                if reclaim_ready(shared, home, home) {
+                    continue;
+                }
+                break;
+            };
+            let mut index = first;
+            for _ in 0..count {
+                let slot = shared.storage.slot(index);
+                // Read the link before `publish` overwrites the word.
+                let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+                let acquired = Acquired {
+                    index,
+                    slot,
+                    generation: word.generation() + 1,
+                };
+                index = word.link();
+                let value = values.next().expect("one value per popped slot");
+                handles.push(publish(acquired, value));
+            }
+            remaining -= count as usize;
+        }
+        if remaining == 0 {
+            return;
+        }
+        let wanted = remaining.min(u32::MAX as usize) as u32;
+        let Some((start, end)) = shared.reserve_fresh(wanted) else {
+            panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
+        };
+        if end - start < wanted {
+            // Not enough left: keep the partial block for later inserts.
+            shared.link_fresh(start, end);
+            shared.stripes[home].push_chain(
+                &shared.storage,
+                Chain {
+                    first: start,
+                    last: end - 1,
+                },
+            );
+            panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
+        }
+        // These inserts pop nothing, so count them here.
+        shared.stripes[home].adjust_len(wanted as isize);
+        for index in start..end {
+            let acquired = Acquired {
+                index,
+                slot: shared.storage.slot(index),
+                generation: 1,
+            };
+            let value = values.next().expect("one value per fresh slot");
+            handles.push(publish(acquired, value));
+        }
     }
 
     /// Whether `handle` refers to a value in the pool right now.
@@ -393,6 +501,131 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         Some(unsafe { take_exclusive(&self.shared, h.index()) })
     }
 
+    /// Mutable references to several values at once, or `None` if any
+    /// handle is stale or two handles refer to the same value.
+    ///
+    /// ```
+    /// let mut pool = handle_pool::HandlePool::new();
+    /// let a = pool.insert(1);
+    /// let b = pool.insert(2);
+    /// let [x, y] = pool.get_disjoint_mut([a, b]).unwrap();
+    /// std::mem::swap(x, y);
+    /// assert_eq!(pool.get_cloned(a), Some(2));
+    /// assert!(pool.get_disjoint_mut([a, a]).is_none());
+    /// ```
+    pub fn get_disjoint_mut<const N: usize>(&mut self, handles: [H; N]) -> Option<[&mut T; N]> {
+        for (i, handle) in handles.iter().enumerate() {
+            let h = handle.handle();
+            self.shared.occupied_slot(h.index(), h.generation())?;
+            if handles[..i]
+                .iter()
+                .any(|other| other.handle().index() == h.index())
+            {
+                return None;
+            }
+        }
+        Some(handles.map(|handle| {
+            let h = handle.handle();
+            let slot = self.shared.storage.slot(h.index());
+            // SAFETY: every slot was just seen OCCUPIED and `&mut self` keeps
+            // it so; the indices are pairwise distinct, so the references
+            // do not alias.
+            unsafe { slot.value_mut() }
+        }))
+    }
+
+    /// Gives an empty pool these slots: `live` values under their handles,
+    /// `vacant` slots with the generation of their last occupant (retired if
+    /// at the limit); any other slot below the highest index is fresh.
+    #[cfg(feature = "serde")]
+    pub(crate) fn restore(
+        &mut self,
+        live: Vec<(Handle, T)>,
+        vacant: &[(u32, u32)],
+    ) -> Result<(), &'static str> {
+        let shared = &*self.shared;
+        assert_eq!(shared.used_slots(), 0, "restore needs an empty pool");
+        let end = live
+            .iter()
+            .map(|(h, _)| h.index())
+            .chain(vacant.iter().map(|&(index, _)| index))
+            .max()
+            .map_or(0, |max| max as u64 + 1);
+        if vacant.iter().any(|&(index, generation)| {
+            index > crate::MAX_INDEX || generation > shared.config.max_generation
+        }) || live
+            .iter()
+            .any(|(h, _)| h.generation() > shared.config.max_generation)
+        {
+            return Err("a slot index or generation is out of range");
+        }
+        // Mark every slot first, so duplicates are caught before any value is written.
+        let mut seen = vec![false; end as usize];
+        for index in live
+            .iter()
+            .map(|(h, _)| h.index())
+            .chain(vacant.iter().map(|&(i, _)| i))
+        {
+            if core::mem::replace(&mut seen[index as usize], true) {
+                return Err("a slot index appears twice");
+            }
+        }
+        if end == 0 {
+            return Ok(());
+        }
+        let Some((0, reserved)) = shared.reserve_fresh(end as u32) else {
+            return Err("too many slots");
+        };
+        debug_assert_eq!(reserved as u64, end);
+        let max_generation = shared.config.max_generation;
+        for &(index, generation) in vacant {
+            let word = SlotWord::vacated(generation, crate::slot::NIL, max_generation);
+            shared
+                .storage
+                .slot(index)
+                .word
+                .store(word.to_bits(), Ordering::Relaxed);
+        }
+        let count = live.len();
+        for (handle, value) in live {
+            let slot = shared.storage.slot(handle.index());
+            // SAFETY: `&mut self` is exclusive and the slot is fresh: it holds
+            // no value, and each index was checked to appear once.
+            unsafe { slot.write_value(value) };
+            slot.word.store(
+                SlotWord::occupied(handle.generation()).to_bits(),
+                Ordering::Relaxed,
+            );
+        }
+        // Free slots (fresh or vacant below the limit) go on the free list.
+        let home = shared.home();
+        for index in (0..end as u32).rev() {
+            let word = SlotWord::from_bits(shared.storage.slot(index).word.load(Ordering::Relaxed));
+            if word.state() == State::Free {
+                shared.stripes[home].push_chain(
+                    &shared.storage,
+                    Chain {
+                        first: index,
+                        last: index,
+                    },
+                );
+            }
+        }
+        // No pops for the live values either.
+        shared.stripes[home].adjust_len(count as isize);
+        Ok(())
+    }
+
+    /// The shared state (for the iterators).
+    pub(crate) fn shared(&self) -> &Shared<T> {
+        &self.shared
+    }
+
+    /// Slots handed out so far (for the iterators).
+    pub(crate) fn used_slots(&self) -> u64 {
+        self.shared.used_slots()
+    }
+
     /// Iterates over `(handle, &mut value)`. No epoch cost.
     ///
     /// ```
@@ -535,6 +768,57 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
             defer_batch(&self.shared, home, full);
         }
         true
+    }
+
+    /// Removes every value the handles refer to and returns how many were
+    /// removed. Stale, forged and repeated handles are skipped.
+    ///
+    /// Each removal is one CAS on its slot, as in [`remove`](Self::remove),
+    /// but all removed slots are retired as one batch: one deferred
+    /// reclamation for the whole call.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// let handles = pool.insert_many(0..10);
+    /// assert_eq!(pool.remove_many(&handles[..4]), 4);
+    /// assert_eq!(pool.remove_many(&handles), 6); // the first four are stale now
+    /// assert!(pool.is_empty());
+    /// ```
+    pub fn remove_many(&self, handles: &[H]) -> usize {
+        let shared = &*self.shared;
+        let mut head = crate::slot::NIL;
+        let mut count = 0u32;
+        for handle in handles {
+            let h = handle.handle();
+            let Some(slot) = shared.storage.get(h.index()) else {
+                continue;
+            };
+            let expected = SlotWord::occupied(h.generation()).to_bits();
+            if slot.word.load(Ordering::Relaxed) != expected {
+                continue;
+            }
+            let retiring = SlotWord::retiring(h.generation(), head);
+            // Acquire: as in `remove`.
+            if slot
+                .word
+                .compare_exchange(
+                    expected,
+                    retiring.to_bits(),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                head = h.index();
+                count += 1;
+            }
+        }
+        if count > 0 {
+            let home = shared.home();
+            shared.stripes[home].note_retired(count);
+            defer_batch(&self.shared, home, RetiredBatch { head, count });
+        }
+        count as usize
     }
 }
 

@@ -27,27 +27,26 @@
 //! # Exclusive access and the pool's drop
 //!
 //! `reclaim(&mut self)` and the pool's `Drop` drop pending values at once:
-//! `&mut` proves no reader holds a reference. Values in the stripes' unsealed
-//! and released batches are simply reclaimed. Values in batches still inside
-//! the collector are dropped slot by slot, moving each word from
-//! `RETIRING(g, l)` to `FREE(g, l)`. The batch is reclaimed later, by an
-//! insert, after its closure has released it: it finds those slots `FREE`,
-//! drops nothing, and only splices them, so each value is dropped exactly
-//! once. The exclusive side keeps the link `l`, and never puts such a slot
-//! on a free list, so the batch can still be walked. No CAS is needed for
-//! this hand-over: the closure itself touches no slot, and batches are
-//! reclaimed only inside pool operations, which `&mut` excludes.
+//! `&mut` proves no reader holds a reference. They first start a new *era*
+//! (a counter in the shared state that every batch records when it is
+//! sealed), then drop every value still `RETIRING`, wherever its batch is
+//! (being filled, inside the collector, or released), free its slot and put
+//! it on a free list right away. A batch of an older era that the collector
+//! releases later is discarded unread: its slots were already reclaimed and
+//! may have been reused. No CAS is needed for this hand-over, because the
+//! closures never touch a slot (they only move their batch onto a ready
+//! list) and batches are reclaimed only inside pool operations, which `&mut`
+//! excludes. So each value is dropped exactly once.
 //!
 //! The closure may run on any thread after the pool is gone, so it holds an
-//! `Arc` of the shared state (one clone per batch, not per remove): the
-//! storage it walks lives until the last pending closure finishes, and by then
-//! the pool's drop has claimed every value, so the closure touches no `T`.
+//! `Arc` of the shared state (one clone per batch, not per remove): the ready
+//! list it pushes to lives until the last pending closure finishes, and by
+//! then the pool's drop has dropped every value, so the closure touches no `T`.
 //!
-//! A value whose `Drop` panics inside a deferred closure cannot unwind into
-//! whatever unrelated thread happens to run the collector (that would abandon
-//! the rest of crossbeam's bag): the panic is caught and discarded there, after
-//! the rest of the batch is reclaimed. In exclusive operations it propagates to
-//! the caller once the pool is consistent again.
+//! A value's `Drop` that panics during a reclamation inside some unrelated
+//! insert cannot be the inserting caller's business: the panic is caught and
+//! discarded there, after the rest of the batch is reclaimed. In exclusive
+//! operations it propagates to the caller once the pool is consistent again.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -80,7 +79,7 @@ impl<T> BatchJob<T> {
     }
 }
 
-/// Hands a full batch to the epoch collector.
+/// Hands a sealed batch to the epoch collector.
 pub(crate) fn defer_batch<T: Send + 'static>(
     shared: &Arc<Shared<T>>,
     stripe: usize,
@@ -92,6 +91,7 @@ pub(crate) fn defer_batch<T: Send + 'static>(
         stripe,
         node: Box::new(ReadyBatch {
             batch,
+            era: shared.era(),
             next: core::ptr::null_mut(),
         }),
     };
@@ -119,79 +119,48 @@ pub(crate) fn advance_epoch() {
     crossbeam_epoch::pin().flush();
 }
 
-/// Reclaims every batch on `from`'s ready list into `into`'s free list.
-/// Returns whether any slot was reclaimed. A value's `Drop` panicking here
-/// (inside some unrelated insert) is caught and discarded; see the module docs.
+/// Reclaims every batch on `from`'s ready list into `into`'s free list
+/// (discarding batches of an earlier era). Returns whether the list had
+/// anything. A value's `Drop` panicking here is caught and discarded.
 pub(crate) fn reclaim_ready<T>(shared: &Shared<T>, from: usize, into: usize) -> bool {
     let mut node = shared.stripes[from].take_ready();
     let found = !node.is_null();
+    let era = shared.era();
     while !node.is_null() {
         // SAFETY: `take_ready` gave us the whole list; every node came from
         // `Box::into_raw` in `push_ready` and nobody else can reach it now.
         let owned = unsafe { Box::from_raw(node) };
         node = owned.next;
-        let _ = reclaim_batch(shared, into, owned.batch);
+        if owned.era == era {
+            let _ = reclaim_batch(shared, into, owned.batch);
+        }
     }
     found
 }
 
 /// Reclaims a batch whose grace period is over (or that `&mut` access owns):
-/// drops every value not already claimed, frees the slots (or kills those at
-/// the generation limit) and splices them onto `stripe`'s free list.
+/// drops the values, frees the slots (or retires those at the generation
+/// limit) and splices them onto `stripe`'s free list with one CAS.
 /// Returns the first panic of a value's `Drop`, after finishing the batch.
 pub(crate) fn reclaim_batch<T>(
     shared: &Shared<T>,
     stripe: usize,
     batch: RetiredBatch,
 ) -> Option<Panic> {
-    let max_generation = shared.config.max_generation;
     let mut kept: Option<Chain> = None;
     let mut first_panic = None;
     let mut index = batch.head;
     for _ in 0..batch.count {
         let slot = shared.storage.slot(index);
         // Relaxed: the batch's words were made visible to us by the epoch
-        // collector (deferring and running a closure synchronise) or by `&mut`.
+        // collector (deferring and running a closure synchronise, and so do
+        // the ready list's push and take) or by `&mut`.
         let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-        let generation = word.generation();
-        let next = word.link();
-        let vacant = SlotWord::vacated(
-            generation,
-            kept.map_or(crate::slot::NIL, |c| c.first),
-            max_generation,
-        );
-        // The claim: only one of this closure and an exclusive `reclaim` or
-        // drop (`claim_deferred`) moves the word out of RETIRING.
-        let claimed = word.state() == State::Retiring
-            && slot
-                .word
-                .compare_exchange(
-                    word.to_bits(),
-                    vacant.to_bits(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok();
-        if claimed {
-            // SAFETY: the slot was RETIRING, so its value is initialised, and
-            // winning the CAS made it ours; the grace period (or `&mut`) means
-            // no reference to it is left.
-            let result = catch_unwind(AssertUnwindSafe(|| drop(unsafe { slot.take_value() })));
-            if let Err(payload) = result {
-                first_panic.get_or_insert(payload);
-            }
-        } else {
-            // The exclusive side dropped the value and left the word FREE(g, next);
-            // the slot is still ours to relink.
-            slot.word.store(vacant.to_bits(), Ordering::Relaxed);
+        debug_assert_eq!(word.state(), State::Retiring, "batch slot {index}");
+        if let Some(p) = vacate(shared, index, slot, word, &mut kept) {
+            first_panic.get_or_insert(p);
         }
-        if vacant.state() == State::Free {
-            kept = Some(Chain {
-                first: index,
-                last: kept.map_or(index, |c| c.last),
-            });
-        }
-        index = next;
+        index = word.link();
     }
     if let Some(chain) = kept {
         shared.stripes[stripe].push_chain(&shared.storage, chain);
@@ -199,52 +168,60 @@ pub(crate) fn reclaim_batch<T>(
     first_panic
 }
 
-/// Exclusive access: drops, now, every value whose removal is still pending.
-/// Returns the first panic of a value's `Drop`, after finishing.
+/// Drops the value of a RETIRING slot whose value is ours, and moves the
+/// slot to FREE (prepended to `kept`) or, at the generation limit, DEAD.
+fn vacate<T>(
+    shared: &Shared<T>,
+    index: u32,
+    slot: &crate::slot::Slot<T>,
+    word: SlotWord,
+    kept: &mut Option<Chain>,
+) -> Option<Panic> {
+    // SAFETY: RETIRING means the value is initialised and not yet dropped,
+    // and the caller owns it (a released batch, or `&mut` access): the grace
+    // period is over, so no reference to it is left.
+    let result = catch_unwind(AssertUnwindSafe(|| drop(unsafe { slot.take_value() })));
+    let link = kept.map_or(crate::slot::NIL, |c| c.first);
+    let vacant = SlotWord::vacated(word.generation(), link, shared.config.max_generation);
+    slot.word.store(vacant.to_bits(), Ordering::Relaxed);
+    if vacant.state() == State::Free {
+        *kept = Some(Chain {
+            first: index,
+            last: kept.map_or(index, |c| c.last),
+        });
+    }
+    result.err()
+}
+
+/// Exclusive access: drops, now, every value whose removal is still pending
+/// and makes its slot reusable at once. Returns the first panic of a
+/// value's `Drop`, after finishing.
 pub(crate) fn reclaim_now<T>(shared: &Shared<T>) -> Option<Panic> {
+    // Batches sealed before this point are reclaimed here; when the
+    // collector releases them later, their era says so.
+    shared.start_era();
     let mut first_panic = None;
-    // Unsealed and released batches belong to no pending closure: reclaim
-    // them completely.
-    for (stripe, s) in shared.stripes.iter().enumerate() {
-        if let Some(batch) = s.take_retiring() {
-            if let Some(p) = reclaim_batch(shared, stripe, batch) {
-                first_panic.get_or_insert(p);
-            }
-        }
+    for s in shared.stripes.iter() {
+        let _ = s.take_retiring();
+        // Released batches of the old era: their slots are found by the scan.
         let mut node = s.take_ready();
         while !node.is_null() {
             // SAFETY: as in `reclaim_ready`: the taken list is ours alone.
             let owned = unsafe { Box::from_raw(node) };
             node = owned.next;
-            if let Some(p) = reclaim_batch(shared, stripe, owned.batch) {
+        }
+    }
+    let mut kept = None;
+    for (index, slot) in shared.storage.slots(shared.used_slots()) {
+        let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+        if word.state() == State::Retiring {
+            if let Some(p) = vacate(shared, index, slot, word, &mut kept) {
                 first_panic.get_or_insert(p);
             }
         }
     }
-    // What is still RETIRING sits in a batch a closure will walk later.
-    for (_, slot) in shared.storage.slots(shared.used_slots()) {
-        let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-        if word.state() != State::Retiring {
-            continue;
-        }
-        let freed = SlotWord::free(word.generation(), word.link());
-        if slot
-            .word
-            .compare_exchange(
-                word.to_bits(),
-                freed.to_bits(),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
-            // SAFETY: RETIRING means the value is initialised; winning the CAS
-            // made it ours; `&mut` access means no reference to it is left.
-            let result = catch_unwind(AssertUnwindSafe(|| drop(unsafe { slot.take_value() })));
-            if let Err(payload) = result {
-                first_panic.get_or_insert(payload);
-            }
-        }
+    if let Some(chain) = kept {
+        shared.stripes[shared.home()].push_chain(&shared.storage, chain);
     }
     first_panic
 }

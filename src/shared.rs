@@ -25,6 +25,9 @@ pub(crate) struct Shared<T> {
     /// The next never-used slot index. It may run past `config.max_slots`
     /// (each failed reservation adds to it); it is a `u64`, so it never wraps.
     fresh: CachePadded<AtomicU64>,
+    /// Bumped by every exclusive `reclaim` (see `reclaim`). Read once per
+    /// sealed batch, written only under `&mut`.
+    era: AtomicU64,
     pub(crate) config: Config,
 }
 
@@ -35,8 +38,22 @@ impl<T> Shared<T> {
             storage: Storage::new(config.first_bucket_shift),
             stripes: (0..config.stripes).map(|_| Stripe::new()).collect(),
             fresh: CachePadded::new(AtomicU64::new(0)),
+            era: AtomicU64::new(0),
             config,
         }
+    }
+
+    /// The current reclamation era.
+    #[inline]
+    pub(crate) fn era(&self) -> u64 {
+        // Relaxed: a new era starts only under `&mut`, which orders it with
+        // every later operation.
+        self.era.load(Ordering::Relaxed)
+    }
+
+    /// Starts a new reclamation era (exclusive access only).
+    pub(crate) fn start_era(&self) {
+        self.era.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The calling thread's stripe number.

@@ -1,0 +1,113 @@
+//! Building a pool from values and taking it apart: `FromIterator`,
+//! `Extend` and `IntoIterator`.
+//!
+//! `&HandlePool` has no `IntoIterator`: a shared iteration needs a guard to
+//! keep removed values alive, so it is [`HandlePool::iter`] with an explicit
+//! [`Guard`](crate::Guard).
+
+use core::iter::FusedIterator;
+
+use crate::handle::{Handle, PoolHandle};
+use crate::iter::IterMut;
+use crate::pool::{take_exclusive, HandlePool};
+use crate::slot::{SlotWord, State};
+use crate::sync::Ordering;
+
+impl<T, H: PoolHandle> FromIterator<T> for HandlePool<T, H> {
+    /// A pool holding the values, inserted as one batch.
+    ///
+    /// ```
+    /// use handle_pool::HandlePool;
+    /// let pool: HandlePool<u32> = (0..10).collect();
+    /// assert_eq!(pool.len(), 10);
+    /// ```
+    fn from_iter<I: IntoIterator<Item = T>>(values: I) -> Self {
+        let pool = Self::with_handle_type();
+        pool.insert_many_into(values, &mut Vec::new());
+        pool
+    }
+}
+
+impl<T, H: PoolHandle> Extend<T> for HandlePool<T, H> {
+    /// Inserts the values as one batch (their handles are not returned: use
+    /// [`insert_many`](HandlePool::insert_many) for those).
+    ///
+    /// ```
+    /// let mut pool = handle_pool::HandlePool::new();
+    /// pool.extend(["a", "b"]);
+    /// assert_eq!(pool.len(), 2);
+    /// ```
+    fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
+        self.insert_many_into(values, &mut Vec::new());
+    }
+}
+
+impl<'a, T, H: PoolHandle> IntoIterator for &'a mut HandlePool<T, H> {
+    type Item = (H, &'a mut T);
+    type IntoIter = IterMut<'a, T, H>;
+
+    /// Same as [`HandlePool::iter_mut`].
+    ///
+    /// ```
+    /// let mut pool: handle_pool::HandlePool<u32> = (0..3).collect();
+    /// for (_, v) in &mut pool { *v += 1; }
+    /// let mut all: Vec<u32> = pool.into_iter().map(|(_, v)| v).collect();
+    /// all.sort();
+    /// assert_eq!(all, [1, 2, 3]);
+    /// ```
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl<T, H: PoolHandle> IntoIterator for HandlePool<T, H> {
+    type Item = (H, T);
+    type IntoIter = IntoIter<T, H>;
+
+    /// Takes the pool apart into its `(handle, value)` pairs, in index order.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// let h = pool.insert('x');
+    /// assert_eq!(pool.into_iter().collect::<Vec<_>>(), vec![(h, 'x')]);
+    /// ```
+    fn into_iter(self) -> Self::IntoIter {
+        IntoIter {
+            end: self.used_slots(),
+            pool: self,
+            next: 0,
+        }
+    }
+}
+
+/// Owning iterator over `(handle, value)`, from `HandlePool::into_iter`.
+/// Values not yet yielded are dropped with it.
+pub struct IntoIter<T, H: PoolHandle> {
+    pool: HandlePool<T, H>,
+    next: u64,
+    end: u64,
+}
+
+impl<T, H: PoolHandle> Iterator for IntoIter<T, H> {
+    type Item = (H, T);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let shared = self.pool.shared();
+        while self.next < self.end {
+            let index = self.next as u32;
+            self.next += 1;
+            let Some(slot) = shared.storage.get(index) else {
+                continue;
+            };
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+            if word.state() == State::Occupied {
+                // SAFETY: the slot is OCCUPIED and the iterator owns the pool.
+                let value = unsafe { take_exclusive(shared, index) };
+                return Some((H::from_handle(Handle::new(index, word.generation())), value));
+            }
+        }
+        None
+    }
+}
+
+impl<T, H: PoolHandle> FusedIterator for IntoIter<T, H> {}
