@@ -14,8 +14,8 @@ fn main() {
         .nth(1)
         .map(|s| s.parse().expect("pairs must be a number"))
         .unwrap_or(10_000_000);
-    println!("| threads | pairs | window | peak live | capacity | Mpairs/s |");
-    println!("|---|---|---|---|---|---|");
+    println!("| threads | pairs | window | peak live | slots used | capacity | Mpairs/s |");
+    println!("|---|---|---|---|---|---|---|");
     for threads in [1usize, 2, 8] {
         let mut config = handle_pool::Config::default();
         if let Ok(b) = std::env::var("HP_BATCH") {
@@ -44,9 +44,10 @@ fn main() {
         });
         let secs = start.elapsed().as_secs_f64();
         println!(
-            "| {threads} | {} | 64 | {} | {} | {:.1} |",
+            "| {threads} | {} | 64 | {} | {} | {} | {:.1} |",
             per_thread * threads as u64,
             64 * threads,
+            pool.slots_used(),
             pool.capacity(),
             (per_thread * threads as u64) as f64 / secs / 1e6
         );

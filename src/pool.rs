@@ -446,6 +446,19 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.shared.storage.capacity()
     }
 
+    /// Number of slots ever handed out (live, free, awaiting reclamation or
+    /// retired); at most [`capacity`](Self::capacity). A diagnostic for how
+    /// far reuse keeps up with removal.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// pool.insert(1);
+    /// assert!(pool.slots_used() >= 1 && pool.slots_used() <= pool.capacity());
+    /// ```
+    pub fn slots_used(&self) -> usize {
+        self.shared.used_slots() as usize
+    }
+
     /// Iterates over `(handle, &value)` for the values in the pool.
     ///
     /// Under concurrency every item yielded was in the pool at the moment its
