@@ -17,11 +17,7 @@ fn main() {
     println!("| threads | pairs | window | peak live | slots used | capacity | Mpairs/s |");
     println!("|---|---|---|---|---|---|---|");
     for threads in [1usize, 2, 8] {
-        let mut config = handle_pool::Config::default();
-        if let Ok(b) = std::env::var("HP_BATCH") {
-            config.batch = b.parse().unwrap();
-        }
-        let pool: HandlePool<u64> = HandlePool::with_config(config);
+        let pool: HandlePool<u64> = HandlePool::new();
         let per_thread = pairs / threads as u64;
         let start = Instant::now();
         thread::scope(|s| {
