@@ -215,24 +215,27 @@ impl Stripe {
         }
     }
 
-    /// Adds a slot the caller has just moved to `RETIRING(generation, _)`.
-    /// Returns a full batch when this push completes one; the caller must
-    /// then have it reclaimed.
+    /// Adds a chain of `count` slots the caller has just moved to
+    /// `RETIRING`, linked `head` → … → tail, to the batch being filled; the
+    /// tail's link is (re)written to the batch's current head. Returns the
+    /// batch when this push fills it; the caller must then have it reclaimed.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn push_retiring(
         &self,
-        word: &AtomicU64,
-        index: u32,
-        generation: u32,
+        tail: &AtomicU64,
+        tail_generation: u32,
+        head: u32,
+        count: u32,
         mut current: u64,
         batch: u32,
     ) -> Option<RetiredBatch> {
         loop {
-            let count = high(current) + 1;
-            let new = if count >= batch {
+            let total = high(current) + count;
+            let new = if total >= batch {
                 pack(0, NIL)
             } else {
-                pack(count, index)
+                pack(total, head)
             };
             // AcqRel: Release publishes our slot's link to whoever takes the
             // batch; Acquire, when we take it, pairs with the other pushers'
@@ -243,16 +246,16 @@ impl Stripe {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) if count >= batch => {
-                    self.retired.fetch_add(count as u64, Ordering::Relaxed);
-                    return Some(RetiredBatch { head: index, count });
+                Ok(_) if total >= batch => {
+                    self.retired.fetch_add(total as u64, Ordering::Relaxed);
+                    return Some(RetiredBatch { head, count: total });
                 }
                 Ok(_) => return None,
                 Err(actual) => {
                     current = actual;
-                    // We still own the slot: relink it to the new head.
-                    word.store(
-                        SlotWord::retiring(generation, low(current)).to_bits(),
+                    // We still own the chain: relink its tail to the new head.
+                    tail.store(
+                        SlotWord::retiring(tail_generation, low(current)).to_bits(),
                         Ordering::Relaxed,
                     );
                 }
@@ -273,12 +276,6 @@ impl Stripe {
         pops.wrapping_sub(pending)
             .wrapping_sub(retired)
             .wrapping_add(adjust)
-    }
-
-    /// Records `count` removals that went into a batch of their own
-    /// (`remove_many`) rather than through `retiring`.
-    pub(crate) fn note_retired(&self, count: u32) {
-        self.retired.fetch_add(count as u64, Ordering::Relaxed);
     }
 
     /// Records a length change that bypassed the pops and batches.

@@ -7,7 +7,7 @@ use crossbeam_epoch::Guard;
 
 use crate::config::Config;
 use crate::error::CapacityError;
-use crate::free_list::{Chain, RetiredBatch};
+use crate::free_list::Chain;
 use crate::handle::{Handle, PoolHandle};
 use crate::iter::{Drain, Iter, IterMut};
 use crate::reclaim::{self, defer_batch, propagate, reclaim_now, reclaim_ready};
@@ -240,66 +240,108 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert_eq!(pool.len(), 192);
     /// ```
     pub fn insert_many_into(&self, values: impl IntoIterator<Item = T>, handles: &mut Vec<H>) {
-        let values: Vec<T> = values.into_iter().collect();
-        let mut remaining = values.len();
         let mut values = values.into_iter();
+        match values.size_hint() {
+            (lower, Some(upper)) if lower == upper => {
+                self.insert_counted(&mut values, lower, handles)
+            }
+            _ => {
+                let values: Vec<T> = values.collect();
+                let count = values.len();
+                self.insert_counted(&mut values.into_iter(), count, handles);
+            }
+        }
+    }
+
+    /// `insert_many_into` for an iterator expected to yield `count` values.
+    /// A wrong count costs speed, never a slot or a value: slots taken for
+    /// values that never come are given back, extra values inserted singly.
+    fn insert_counted(
+        &self,
+        values: &mut impl Iterator<Item = T>,
+        count: usize,
+        handles: &mut Vec<H>,
+    ) {
+        let mut remaining = count;
         handles.reserve(remaining);
         let shared = &*self.shared;
         let home = shared.home();
         while remaining > 0 {
             let max = remaining.min(u32::MAX as usize) as u32;
-            let Some((first, count)) = shared.stripes[home].pop_chain(&shared.storage, max) else {
+            let Some((first, taken)) = shared.stripes[home].pop_chain(&shared.storage, max) else {
                 if reclaim_ready(shared, home, home) {
                     continue;
                 }
                 break;
             };
             let mut index = first;
-            for _ in 0..count {
+            for _ in 0..taken {
                 let slot = shared.storage.slot(index);
                 // Read the link before `publish` overwrites the word.
                 let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-                let acquired = Acquired {
-                    index,
-                    slot,
-                    generation: word.generation() + 1,
-                };
-                index = word.link();
-                let value = values.next().expect("one value per popped slot");
-                handles.push(publish(acquired, value));
+                let next = word.link();
+                match values.next() {
+                    Some(value) => {
+                        let generation = word.generation() + 1;
+                        handles.push(publish(
+                            Acquired {
+                                index,
+                                slot,
+                                generation,
+                            },
+                            value,
+                        ));
+                    }
+                    // The pop counted an insert that does not happen.
+                    None => shared.release(home, index, word.with_link(crate::slot::NIL)),
+                }
+                index = next;
             }
-            remaining -= count as usize;
+            remaining -= taken as usize;
         }
-        if remaining == 0 {
-            return;
-        }
-        let wanted = remaining.min(u32::MAX as usize) as u32;
-        let Some((start, end)) = shared.reserve_fresh(wanted) else {
-            panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
-        };
-        if end - start < wanted {
-            // Not enough left: keep the partial block for later inserts.
-            shared.link_fresh(start, end);
-            shared.stripes[home].push_chain(
-                &shared.storage,
-                Chain {
-                    first: start,
-                    last: end - 1,
-                },
-            );
-            panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
-        }
-        // These inserts pop nothing, so count them here.
-        shared.stripes[home].adjust_len(wanted as isize);
-        for index in start..end {
-            let acquired = Acquired {
-                index,
-                slot: shared.storage.slot(index),
-                generation: 1,
+        if remaining > 0 {
+            let wanted = remaining.min(u32::MAX as usize) as u32;
+            let Some((start, end)) = shared.reserve_fresh(wanted) else {
+                panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
             };
-            let value = values.next().expect("one value per fresh slot");
-            handles.push(publish(acquired, value));
+            let mut next = start;
+            if end - start == wanted {
+                // These inserts pop nothing, so count them here.
+                shared.stripes[home].adjust_len(wanted as isize);
+                while next < end {
+                    let Some(value) = values.next() else {
+                        break;
+                    };
+                    let slot = shared.storage.slot(next);
+                    handles.push(publish(
+                        Acquired {
+                            index: next,
+                            slot,
+                            generation: 1,
+                        },
+                        value,
+                    ));
+                    next += 1;
+                }
+                shared.stripes[home].adjust_len(-((end - next) as isize));
+            }
+            if next < end {
+                // Unused fresh slots go on the free list for later inserts.
+                shared.link_fresh(next, end);
+                shared.stripes[home].push_chain(
+                    &shared.storage,
+                    Chain {
+                        first: next,
+                        last: end - 1,
+                    },
+                );
+            }
+            if end - start < wanted {
+                panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
+            }
         }
+        // An iterator that yields more than it announced.
+        handles.extend(values.map(|value| self.insert(value)));
     }
 
     /// Whether `handle` refers to a value in the pool right now.
@@ -777,7 +819,7 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
             return false;
         }
         let batch = self.shared.config.batch;
-        if let Some(full) = stripe.push_retiring(&slot.word, index, generation, current, batch) {
+        if let Some(full) = stripe.push_retiring(&slot.word, generation, index, 1, current, batch) {
             defer_batch(&self.shared, home, full);
         }
         true
@@ -787,8 +829,9 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
     /// removed. Stale, forged and repeated handles are skipped.
     ///
     /// Each removal is one CAS on its slot, as in [`remove`](Self::remove),
-    /// but all removed slots are retired as one batch: one deferred
-    /// reclamation for the whole call.
+    /// but the removed slots are retired together: one push onto the
+    /// stripe's retirement batch for the whole call (a call that fills the
+    /// batch hands it to the collector as one deferred reclamation).
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
@@ -799,7 +842,10 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
     /// ```
     pub fn remove_many(&self, handles: &[H]) -> usize {
         let shared = &*self.shared;
+        let home = shared.home();
+        let stripe = &shared.stripes[home];
         let mut head = crate::slot::NIL;
+        let mut tail = None;
         let mut count = 0u32;
         for handle in handles {
             let h = handle.handle();
@@ -823,13 +869,25 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
                 .is_ok()
             {
                 head = h.index();
+                tail.get_or_insert((slot, h.generation()));
                 count += 1;
             }
         }
-        if count > 0 {
-            let home = shared.home();
-            shared.stripes[home].note_retired(count);
-            defer_batch(&self.shared, home, RetiredBatch { head, count });
+        let Some((tail, tail_generation)) = tail else {
+            return 0;
+        };
+        // One push for the whole chain: it joins the stripe's batch, or fills
+        // it and goes to the collector with it.
+        let current = stripe.retiring_head();
+        tail.word.store(
+            SlotWord::retiring(tail_generation, crate::free_list::retiring_link(current)).to_bits(),
+            Ordering::Relaxed,
+        );
+        let batch = shared.config.batch;
+        if let Some(full) =
+            stripe.push_retiring(&tail.word, tail_generation, head, count, current, batch)
+        {
+            defer_batch(&self.shared, home, full);
         }
         count as usize
     }

@@ -191,3 +191,57 @@ fn serde_round_trip_keeps_live_handles_and_stale_ones_stale() {
     )
     .is_err());
 }
+
+/// An iterator whose `size_hint` claims an exact length it does not have.
+struct Lying {
+    claimed: usize,
+    actual: std::ops::Range<u32>,
+}
+
+impl Iterator for Lying {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        self.actual.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.claimed, Some(self.claimed))
+    }
+}
+
+#[test]
+fn insert_many_survives_a_wrong_size_hint() {
+    let mut pool = HandlePool::new();
+    // Claims 100, yields 10: the other 90 reserved slots are not lost.
+    let few = pool.insert_many(Lying {
+        claimed: 100,
+        actual: 0..10,
+    });
+    assert_eq!(few.len(), 10);
+    assert_eq!(pool.len(), 10);
+    // Claims 5, yields 50: the extra values are inserted too.
+    let many = pool.insert_many(Lying {
+        claimed: 5,
+        actual: 100..150,
+    });
+    assert_eq!(many.len(), 50);
+    assert_eq!(pool.len(), 60);
+    for (i, &h) in many.iter().enumerate() {
+        assert_eq!(pool.get_cloned(h), Some(100 + i as u32));
+    }
+    // Reused slots too: free some, reclaim, and lie again.
+    assert_eq!(pool.remove_many(&few), 10);
+    pool.reclaim();
+    let used = pool.slots_used();
+    let again = pool.insert_many(Lying {
+        claimed: 40,
+        actual: 0..3,
+    });
+    assert_eq!(again.len(), 3);
+    assert_eq!(pool.len(), 53);
+    // Every slot not holding a value is still reusable: no growth.
+    let free = used - pool.len();
+    let fill = pool.insert_many(0..free as u32);
+    assert_eq!(fill.len(), free);
+    assert_eq!(pool.slots_used(), used);
+    assert_eq!(pool.len(), used);
+}
