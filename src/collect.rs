@@ -82,6 +82,13 @@ impl<T, H: PoolHandle> IntoIterator for HandlePool<T, H> {
 
 /// Owning iterator over `(handle, value)`, from `HandlePool::into_iter`.
 /// Values not yet yielded are dropped with it.
+///
+/// ```
+/// let pool: handle_pool::HandlePool<u8> = (1..=3).collect();
+/// let mut values: Vec<u8> = pool.into_iter().map(|(_, v)| v).collect();
+/// values.sort();
+/// assert_eq!(values, [1, 2, 3]);
+/// ```
 pub struct IntoIter<T, H: PoolHandle> {
     pool: HandlePool<T, H>,
     next: u64,

@@ -10,11 +10,23 @@ use core::fmt;
 use core::hash::Hash;
 use core::num::NonZeroU64;
 
-/// The largest slot index a handle can carry.
+/// The largest slot index a handle can carry (`u32::MAX` ends the free lists).
+///
+/// ```
+/// use handle_pool::{Handle, MAX_INDEX};
+/// assert!(Handle::from_bits((1 << 32) | MAX_INDEX as u64).is_some());
+/// assert!(Handle::from_bits((1 << 32) | u32::MAX as u64).is_none());
+/// ```
 pub const MAX_INDEX: u32 = u32::MAX - 1;
 
 /// The largest generation a handle can carry. A slot whose occupant had this
 /// generation is retired for good when that occupant is removed.
+///
+/// ```
+/// use handle_pool::{Handle, MAX_GENERATION};
+/// assert!(Handle::from_bits((MAX_GENERATION as u64) << 32).is_some());
+/// assert!(Handle::from_bits((MAX_GENERATION as u64 + 1) << 32).is_none());
+/// ```
 pub const MAX_GENERATION: u32 = (1 << 30) - 1;
 
 const INDEX_BITS: u32 = 32;

@@ -28,6 +28,12 @@ fn next_occupied<'a, T, H: PoolHandle>(
 /// Iterator over `(handle, &value)`, from [`HandlePool::iter`](crate::HandlePool::iter).
 ///
 /// Each item was in the pool at the moment its slot was visited.
+///
+/// ```
+/// let pool: handle_pool::HandlePool<u8> = (1..=3).collect();
+/// let guard = handle_pool::pin();
+/// assert_eq!(pool.iter(&guard).map(|(_, v)| *v as u32).sum::<u32>(), 6);
+/// ```
 pub struct Iter<'g, T, H> {
     slots: Slots<'g, T>,
     _handle: PhantomData<fn() -> H>,
@@ -58,6 +64,12 @@ impl<'g, T, H: PoolHandle> Iterator for Iter<'g, T, H> {
 impl<T, H: PoolHandle> FusedIterator for Iter<'_, T, H> {}
 
 /// Iterator over `(handle, &mut value)`, from [`HandlePool::iter_mut`](crate::HandlePool::iter_mut).
+///
+/// ```
+/// let mut pool: handle_pool::HandlePool<u8> = (1..=3).collect();
+/// pool.iter_mut().for_each(|(_, v)| *v *= 2);
+/// assert_eq!(pool.into_iter().map(|(_, v)| v as u32).sum::<u32>(), 12);
+/// ```
 pub struct IterMut<'a, T, H> {
     slots: Slots<'a, T>,
     _handle: PhantomData<fn() -> H>,
@@ -89,6 +101,13 @@ impl<T, H: PoolHandle> FusedIterator for IterMut<'_, T, H> {}
 /// Draining iterator over `(handle, value)`, from [`HandlePool::drain`](crate::HandlePool::drain).
 ///
 /// Dropping it early removes (and drops) the values not yet yielded.
+///
+/// ```
+/// let mut pool: handle_pool::HandlePool<u8> = (1..=3).collect();
+/// let first = pool.drain().next();
+/// assert!(first.is_some());
+/// assert!(pool.is_empty());
+/// ```
 pub struct Drain<'a, T, H: PoolHandle> {
     shared: &'a Shared<T>,
     slots: Slots<'a, T>,
