@@ -161,9 +161,10 @@ pub(crate) struct Slot<T> {
 }
 
 impl<T> Slot<T> {
+    /// A fresh slot: `FREE(0, 0)`, all zero bits (see `storage::new_slots`).
     pub(crate) fn new() -> Self {
         Slot {
-            word: AtomicU64::new(SlotWord::free(0, NIL).to_bits()),
+            word: AtomicU64::new(SlotWord::free(0, 0).to_bits()),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }

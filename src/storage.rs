@@ -106,8 +106,7 @@ impl<T> Storage<T> {
     #[cold]
     fn allocate_bucket(&self, bucket: usize) {
         let len = self.bucket_len(bucket);
-        let slots: Box<[Slot<T>]> = (0..len).map(|_| Slot::new()).collect();
-        let fresh = Box::into_raw(slots) as *mut Slot<T>;
+        let fresh = Box::into_raw(new_slots::<T>(len)) as *mut Slot<T>;
         // Release publishes the initialised slots to `get`'s Acquire load;
         // Acquire on failure is not needed: the loser only frees its own copy.
         if self.buckets[bucket]
@@ -136,6 +135,36 @@ impl<T> Storage<T> {
             end,
         }
     }
+}
+
+/// `len` fresh slots, each `FREE(0, 0)`.
+///
+/// With std atomics an all-zero slot is exactly that state, so a zeroed
+/// allocation does the job: large buckets then come straight from the OS as
+/// untouched zero pages instead of being written slot by slot. Loom's atomics
+/// must be constructed.
+#[cfg(not(handle_pool_loom))]
+fn new_slots<T>(len: usize) -> Box<[Slot<T>]> {
+    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+    if len == 0 || core::mem::size_of::<Slot<T>>() == 0 {
+        return (0..len).map(|_| Slot::new()).collect();
+    }
+    let layout = Layout::array::<Slot<T>>(len).expect("bucket size overflows the address space");
+    // SAFETY: the layout has a non-zero size (checked above).
+    let ptr = unsafe { alloc_zeroed(layout) } as *mut Slot<T>;
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` is a fresh allocation with the layout of `[Slot<T>; len]`,
+    // as `Box<[Slot<T>]>` expects, and all-zero bytes are a valid `Slot<T>`:
+    // an `AtomicU64` holding 0 (the word `FREE(0, 0)`) and a `MaybeUninit`
+    // value cell, which may hold any bytes.
+    unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(ptr, len)) }
+}
+
+#[cfg(handle_pool_loom)]
+fn new_slots<T>(len: usize) -> Box<[Slot<T>]> {
+    (0..len).map(|_| Slot::new()).collect()
 }
 
 /// Iterates over allocated slots in index order, skipping unallocated buckets.
