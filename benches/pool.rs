@@ -101,13 +101,20 @@ impl PoolVisitor for Bench<'_, '_> {
             let mut last: Option<Sample> = None;
             match workload {
                 Workload::Get(_) | Workload::Hot => {
-                    // Read-only: one fixture serves every iteration.
-                    let fixture = match workload {
-                        Workload::Get(n) => GetFixture::<P>::new(n, n, threads, scale.get_ops),
-                        _ => GetFixture::<P>::new(MIXED_ENTRIES, HOT_KEYS, threads, scale.get_ops),
+                    // Read-only: one fixture serves every iteration. It is
+                    // built on first use, so a filtered-out bench costs nothing.
+                    let (entries, distinct) = match workload {
+                        Workload::Get(n) => (n, n),
+                        _ => (MIXED_ENTRIES, HOT_KEYS),
                     };
-                    group.throughput(Throughput::Elements(fixture.ops()));
+                    let mut fixture = None;
+                    let ops = workloads::ops_per_run(workload, threads, scale);
+                    group.throughput(Throughput::Elements(ops));
                     group.bench_function(id, |b| {
+                        let fixture = fixture.get_or_insert_with(|| {
+                            GetFixture::<P>::new(entries, distinct, threads, scale.get_ops)
+                        });
+                        assert_eq!(fixture.ops(), ops);
                         b.iter_custom(|iters| (0..iters).map(|_| fixture.run().elapsed).sum())
                     });
                 }
