@@ -16,7 +16,7 @@
 //! compare equal work.
 //!
 //! ```sh
-//! cargo run --release --example job_system                 # about 300 frames
+//! cargo run --release --example job_system                 # 200 frames, about 10 s
 //! cargo run --release --example job_system -- --threads 8  # oversubscribed
 //! cargo run --release --example job_system -- --long       # 5000 frames, with progress
 //! ```
@@ -63,7 +63,7 @@ const FIGHT_RANGE: i32 = 96;
 const MIN_LIFETIME: u64 = 10;
 const LIFETIME_SPREAD: u64 = 90;
 
-const DEFAULT_FRAMES: u32 = 300;
+const DEFAULT_FRAMES: u32 = 200;
 const LONG_FRAMES: u32 = 5_000;
 const DEFAULT_SEED: u64 = 0x5eed_2024;
 
@@ -741,7 +741,7 @@ const USAGE: &str = "\
 usage: job_system [--threads N] [--frames N | --long] [--seed N] [--progress]
 
   --threads N   rayon worker threads (default: the machine's cores)
-  --frames N    frames to simulate (default 300)
+  --frames N    frames to simulate (default 200)
   --long        simulate 5000 frames, with a progress line per second
   --seed N      seed of every entity's random state (default 0x5eed2024)
   --progress    print a progress line per second even on short runs";
