@@ -837,7 +837,7 @@ fn main() {
         if args.progress && last_report.elapsed() >= Duration::from_secs(1) {
             let ops = pool.totals.pool_ops();
             eprintln!(
-                "frame {:>6}/{}  {:>6} entities  {:>5.0} s  M ops/s: handle_pool {:.1}, parking_lot {:.1}, std {:.1}",
+                "frame {:>6}/{}  {:>6} entities  {:>5.0} s  M ops/s so far: handle_pool {:.1}, parking_lot {:.1}, std {:.1}",
                 frame + 1,
                 args.frames,
                 pool.totals.entities,
