@@ -413,7 +413,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// ```
     #[inline]
     pub fn get<'g>(&'g self, handle: H, guard: &'g Guard) -> Option<&'g T> {
-        check_guard(guard);
+        check_guard(&self.shared, guard);
         let h = handle.handle();
         let slot = self.shared.occupied_slot(h.index(), h.generation())?;
         // SAFETY: the word was OCCUPIED(g), so the value is initialised (the
@@ -520,7 +520,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert_eq!(sum, 3);
     /// ```
     pub fn iter<'g>(&'g self, guard: &'g Guard) -> Iter<'g, T, H> {
-        check_guard(guard);
+        check_guard(&self.shared, guard);
         Iter::new(&self.shared)
     }
 
@@ -934,9 +934,9 @@ pub(crate) unsafe fn take_exclusive<T>(shared: &Shared<T>, index: u32) -> T {
 /// Panics unless `guard` pins the default collector, the one reclamation
 /// defers on.
 #[inline]
-fn check_guard(guard: &Guard) {
+fn check_guard<T>(shared: &Shared<T>, guard: &Guard) {
     match guard.collector() {
-        Some(collector) if collector == crossbeam_epoch::default_collector() => {}
+        Some(collector) if *collector == shared.collector => {}
         Some(_) => panic!(
             "HandlePool: the guard belongs to another epoch collector; pin with handle_pool::pin()"
         ),

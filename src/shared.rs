@@ -28,6 +28,9 @@ pub(crate) struct Shared<T> {
     /// Bumped by every exclusive `reclaim` (see `reclaim`). Read once per
     /// sealed batch, written only under `&mut`.
     era: AtomicU64,
+    /// The collector reclamation defers on (the default one), kept here so
+    /// that checking a guard is a pointer comparison.
+    pub(crate) collector: crossbeam_epoch::Collector,
     pub(crate) config: Config,
 }
 
@@ -39,6 +42,7 @@ impl<T> Shared<T> {
             stripes: (0..config.stripes).map(|_| Stripe::new()).collect(),
             fresh: CachePadded::new(AtomicU64::new(0)),
             era: AtomicU64::new(0),
+            collector: crossbeam_epoch::default_collector().clone(),
             config,
         }
     }

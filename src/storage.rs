@@ -23,6 +23,8 @@ pub(crate) struct Storage<T> {
     buckets: [AtomicPtr<Slot<T>>; BUCKETS],
     /// log2 of the first bucket's size.
     first_shift: u32,
+    /// The first bucket's size, `1 << first_shift`.
+    first: u64,
 }
 
 /// Where an index lives.
@@ -41,12 +43,13 @@ impl<T> Storage<T> {
         Storage {
             buckets: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             first_shift,
+            first: 1 << first_shift,
         }
     }
 
     #[inline(always)]
     fn locate(&self, index: u32) -> Location {
-        let shifted = index as u64 + (1u64 << self.first_shift);
+        let shifted = index as u64 + self.first;
         let top = 63 - shifted.leading_zeros();
         let bucket = (top - self.first_shift) as usize & (BUCKETS - 1);
         Location {
