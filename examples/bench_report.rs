@@ -635,16 +635,28 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
         info.load_before, info.load_after
     );
     if let Some(other) = info.other_cpu {
+        let cores = other * nproc() as f64;
         let _ = writeln!(
             s,
-            "- CPU time used by other processes during the run: {:.0}% of the machine{}",
+            "- CPU time used by other processes during the run: {:.0}% of the machine, \
+             about {:.1} of its {} cores{}",
             other * 100.0,
+            cores,
+            nproc(),
             if other > 0.05 {
                 " (**the machine was shared while these figures were taken**)"
             } else {
                 ""
             }
         );
+        if nproc() - (cores.round() as usize).min(nproc()) < 2 {
+            let _ = writeln!(
+                s,
+                "  - With that load, fewer than 2 cores were free on average: figures at \
+                 2 or more threads cannot show parallel scaling, and the scaling ratios \
+                 below measure the sharing as much as the pools."
+            );
+        }
     }
     if let Some(note) = &o.note {
         let _ = writeln!(s, "- Note: {note}");
