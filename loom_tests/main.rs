@@ -1,1 +1,28 @@
-//! Loom model tests; compiled only with `--cfg handle_pool_loom` (see ci/loom.sh).
+//! Loom model tests; compiled only with `--cfg handle_pool_loom` (see `ci/loom.sh`).
+//!
+//! Each model runs a tiny pool (buckets of 1, 2, 4… slots, one fresh slot at
+//! a time, batches of 1 or 2) through a sequential setup, two or three
+//! threads of a few operations, and a sequential teardown, and checks, in
+//! every execution loom explores:
+//!
+//! - the recorded history is explainable by some sequential order of the
+//!   same operations on [`handle_pool::ReferenceTable`] (see `history`);
+//! - the property the model is named after (assertions in the model);
+//! - every value is dropped exactly once once the pool is dropped, and no
+//!   value is read after its drop or while its slot is reused (loom checks
+//!   the drop's write against every read, see `harness::Tracked`);
+//! - no panic happened anywhere, not even one the pool caught.
+//!
+//! Under `--cfg crossbeam_loom` the default epoch collector, which the pool
+//! defers on, is created afresh in every execution. Deferred reclamations run
+//! only when some thread advances the epoch and collects, which the models do
+//! with `harness::collect_garbage` (pin and flush, three times).
+#![cfg(handle_pool_loom)]
+
+mod harness;
+mod history;
+
+mod insert;
+mod iterate;
+mod reclaim;
+mod remove;

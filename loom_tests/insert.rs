@@ -1,0 +1,192 @@
+//! Inserts racing each other: for a free slot, across stripes, for a bucket.
+
+use handle_pool::Config;
+
+use crate::harness::{expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached};
+
+/// One reusable slot, two inserts: one gets it (popping it, or reclaiming
+/// its released batch first), the other takes a fresh slot; neither gets
+/// the slot twice or loses it.
+#[test]
+fn inserts_racing_for_one_free_slot_take_distinct_slots() {
+    Model {
+        config: Config::tiny(8, 1),
+        values: 3,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            r.remove(pool, 0);
+            // Frees slot 0 and puts it on the free list at once.
+            pool.reclaim();
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 1);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 2);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            let (b, c) = (r.handle(1), r.handle(2));
+            let mut indices = [b.index(), c.index()];
+            indices.sort_unstable();
+            assert_eq!(indices, [0, 1], "one reuses slot 0, the other is fresh");
+            let reuser = if b.index() == 0 { b } else { c };
+            assert_eq!(reuser.generation(), 2);
+            r.observe_all(pool);
+        }),
+    }
+    .check("inserts_racing_for_one_free_slot_take_distinct_slots");
+}
+
+/// Two stripes: the removed slot's batch is released on stripe 0. The
+/// spawned thread's home is stripe 1, so it must reclaim it from stripe 0
+/// (or steal the slot) while the main thread reclaims it at home; the slot
+/// is used once, never stranded nor shared.
+#[test]
+fn insert_reclaims_a_batch_released_on_another_stripe() {
+    let stolen = Reached::default();
+    let at_home = Reached::default();
+    let (s, h) = (stolen.clone(), at_home.clone());
+    Model {
+        config: Config {
+            stripes: 2,
+            ..Config::tiny(8, 1)
+        },
+        values: 3,
+        setup: setup(|pool, r| {
+            // The main thread's stripe is 0 (it is the first to ask).
+            r.insert(pool, 0);
+            r.remove(pool, 0);
+            crate::harness::collect_garbage();
+        }),
+        threads: vec![
+            // Spawned: stripe 1, empty.
+            step(|pool, r| {
+                r.insert(pool, 1);
+            }),
+            // Main: stripe 0, where the batch was released.
+            step(|pool, r| {
+                r.insert(pool, 2);
+            }),
+        ],
+        teardown: teardown(move |pool, r| {
+            let (thief, home) = (r.handle(1), r.handle(2));
+            let mut indices = [thief.index(), home.index()];
+            indices.sort_unstable();
+            assert_eq!(
+                indices,
+                [0, 1],
+                "the released slot is used once, not stranded"
+            );
+            if thief.index() == 0 {
+                s.mark();
+            } else {
+                h.mark();
+            }
+            assert_eq!(
+                r.log().drops(0),
+                1,
+                "reusing the slot dropped its old value"
+            );
+            r.observe_all(pool);
+        }),
+    }
+    .check("insert_reclaims_a_batch_released_on_another_stripe");
+    stolen.assert("the thread on the other stripe got the released slot");
+    at_home.assert("the thread on the slot's stripe got it");
+}
+
+/// Slot 0 fills bucket 0; two inserts then race to allocate bucket 1 (slots
+/// 1 and 2): one allocation wins, both values land in it.
+#[test]
+fn inserts_racing_for_a_new_bucket_share_one_allocation() {
+    Model {
+        config: Config {
+            stripes: 2,
+            ..Config::tiny(8, 1)
+        },
+        values: 3,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            assert_eq!(pool.capacity(), 1);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 1);
+                r.get(pool, 1);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 2);
+                r.get(pool, 2);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            let mut indices = [r.handle(1).index(), r.handle(2).index()];
+            indices.sort_unstable();
+            assert_eq!(indices, [1, 2]);
+            assert_eq!(pool.capacity(), 3, "buckets of 1 and 2 slots, nothing more");
+            r.observe_all(pool);
+        }),
+    }
+    .check("inserts_racing_for_a_new_bucket_share_one_allocation");
+}
+
+/// The rollback path: `insert_with` pops slot `A` (free list `A → B`), its
+/// closure inserts another value (popping `B`) and panics, so `A` goes back
+/// on the list alone, with its generation burnt. Meanwhile a third insert
+/// had read head `A` and link `B` and stalled: its CAS must fail (the tag
+/// moved) or it would install `B`, which is occupied. The handle shown to
+/// the closure never resolves, even once `A` is reused.
+#[test]
+fn insert_with_panic_gives_its_slot_back_aba_safe() {
+    let reused = Reached::default();
+    let seen = reused.clone();
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (shown_t, shown_d) = (shown.clone(), shown);
+    Model {
+        config: Config::tiny(8, 2),
+        values: 5,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            r.insert(pool, 1);
+            r.remove(pool, 0);
+            r.remove(pool, 1);
+            // Frees slots 0 and 1 at once: free list 1 → 0.
+            pool.reclaim();
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 2);
+            }),
+            step(move |pool, r| {
+                let mut handle = None;
+                let panicked = expect_panic(|| {
+                    pool.insert_with(|h| {
+                        handle = Some(h);
+                        r.insert(pool, 3);
+                        std::panic::panic_any(ExpectedPanic)
+                    });
+                });
+                assert!(panicked, "the closure's panic reaches the caller");
+                *shown_t.lock().expect("shown handle") = handle;
+            }),
+        ],
+        teardown: teardown(move |pool, r| {
+            let shown = shown_d
+                .lock()
+                .expect("shown handle")
+                .expect("the closure ran");
+            if r.handle(2).index() == shown.index() {
+                assert!(r.handle(2).generation() > shown.generation());
+                seen.mark();
+            }
+            assert!(!pool.contains(shown), "the burnt handle stays stale");
+            r.insert(pool, 4);
+            assert!(!pool.contains(shown), "the burnt handle stays stale");
+            r.observe_all(pool);
+        }),
+    }
+    .check("insert_with_panic_gives_its_slot_back_aba_safe");
+    reused.assert("the slot given back was reused");
+}

@@ -1,0 +1,224 @@
+//! Reclamation: batches, the free-list splice, eras, generation retirement
+//! and the pool's drop while reclamations are pending.
+
+use std::sync::Arc;
+
+use handle_pool::Config;
+
+use crate::harness::{
+    collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached,
+    Recorder,
+};
+
+/// Two removes fill one batch of two on the same stripe, racing on its head
+/// (the loser relinks its slot): once released, the batch's links lead to
+/// both slots, and both are reused.
+#[test]
+fn racing_removes_share_one_retirement_batch() {
+    Model {
+        config: Config::tiny(8, 2),
+        values: 5,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                collect_garbage();
+            }),
+            step(|pool, r| {
+                assert!(r.remove(pool, 1));
+                collect_garbage();
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            r.insert(pool, 3);
+            r.insert(pool, 4);
+            let mut indices = [r.handle(3).index(), r.handle(4).index()];
+            indices.sort_unstable();
+            assert_eq!(indices, [0, 1], "both slots of the batch are reused");
+            assert_eq!(
+                r.log().drops(0) + r.log().drops(1),
+                2,
+                "the batch was reclaimed"
+            );
+            r.observe_all(pool);
+        }),
+    }
+    .check("racing_removes_share_one_retirement_batch");
+}
+
+/// The ABA case of a Treiber stack. The free list is `A → B`. A pop reads
+/// head `A` and its link `B`, and stalls; meanwhile another thread pops `A`
+/// and `B`, removes both (one batch, `A` on top), drives the epoch and
+/// inserts, which reclaims the batch (free list `B → A`) and pops `B`: the
+/// head is `A` again, now with no successor, and `B` is occupied. The
+/// stalled pop must not install `B`; the tag makes its CAS fail. An insert
+/// does not pin, so the grace period does not protect it.
+#[test]
+fn free_list_pop_is_aba_safe_against_a_batch_splice() {
+    let came_back = Reached::default();
+    let seen = came_back.clone();
+    Model {
+        config: Config::tiny(8, 2),
+        values: 7,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            r.insert(pool, 1);
+            r.remove(pool, 0);
+            r.remove(pool, 1);
+            // Frees slots 0 and 1 at once: free list 1 → 0.
+            pool.reclaim();
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 2);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 3);
+                r.insert(pool, 4);
+                r.remove(pool, 4);
+                r.remove(pool, 3);
+                collect_garbage();
+                r.insert(pool, 5);
+            }),
+        ],
+        teardown: teardown(move |pool, r| {
+            if r.handle(2).index() == r.handle(3).index() {
+                seen.mark();
+            }
+            r.insert(pool, 6);
+            // `observe_all` reads every live value through its handle: two
+            // handles sharing a slot would read the wrong value.
+            r.observe_all(pool);
+        }),
+    }
+    // The interleaving needs one preemption: the popper's, between its read
+    // of the link and its CAS. One keeps this long model affordable.
+    .check_with_preemptions("free_list_pop_is_aba_safe_against_a_batch_splice", Some(1));
+    came_back.assert("a popper took a slot that was removed and spliced back meanwhile");
+}
+
+/// An exclusive `reclaim` frees a removed slot at once, while its batch is
+/// still in the collector; the slot is reused. When the collector releases
+/// that old batch later, racing an insert that reclaims released batches,
+/// the batch must be discarded, not reclaimed: that would drop the new
+/// occupant and free its slot under it.
+#[test]
+fn batch_released_after_exclusive_reclaim_is_discarded() {
+    Model {
+        config: Config::tiny(8, 1),
+        values: 4,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            // Sealed (batch of one) and deferred.
+            r.remove(pool, 0);
+            pool.reclaim();
+            let reused = r.insert(pool, 1);
+            assert_eq!((reused.index(), reused.generation()), (0, 2));
+        }),
+        threads: vec![
+            step(|_pool, _r| {
+                // Releases the old batch onto the ready list.
+                collect_garbage();
+            }),
+            step(|pool, r| {
+                // Finds no free slot: reclaims released batches first.
+                r.insert(pool, 2);
+                r.get(pool, 1);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            r.insert(pool, 3);
+            assert_eq!(
+                r.log().drops(1),
+                0,
+                "the new occupant survives the old batch"
+            );
+            r.observe_all(pool);
+        }),
+    }
+    .check("batch_released_after_exclusive_reclaim_is_discarded");
+}
+
+/// Generation limit 2 and room for two slots: slot 0's second occupant is
+/// removed while another thread inserts. Slot 0 is retired, never reused;
+/// the insert takes slot 1, and afterwards the pool is full.
+#[test]
+fn slot_at_the_generation_limit_is_retired() {
+    Model {
+        config: Config {
+            max_slots: 2,
+            ..Config::tiny(2, 1)
+        },
+        values: 4,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            r.remove(pool, 0);
+            pool.reclaim();
+            let last = r.insert(pool, 1);
+            assert_eq!((last.index(), last.generation()), (0, 2));
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 1));
+                collect_garbage();
+            }),
+            step(|pool, r| {
+                r.insert(pool, 2);
+                r.contains(pool, 1);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            pool.reclaim();
+            let fresh = r.handle(2);
+            assert_eq!((fresh.index(), fresh.generation()), (1, 1));
+            assert!(r.try_insert(pool, 3).is_none(), "slot 0 is retired");
+            r.observe_all(pool);
+        }),
+    }
+    .check("slot_at_the_generation_limit_is_retired");
+}
+
+/// The pool is dropped by one thread while a sealed batch of its removed
+/// values is in the collector (and another batch is still being filled),
+/// and another thread drives the collector meanwhile, so the batch's
+/// closure runs before, during or after the drop: every value is dropped
+/// exactly once, by the drop, and the closure that runs after the pool is
+/// gone touches no value.
+#[test]
+fn pool_dropped_with_reclamation_pending_drops_each_value_once() {
+    explore(
+        "pool_dropped_with_reclamation_pending_drops_each_value_once",
+        || {
+            let log = DropLog::new(3);
+            let pool = Pool::with_config(Config::tiny(8, 2));
+            let mut r = Recorder::new(Arc::clone(&log));
+            for id in 0..3 {
+                r.insert(&pool, id);
+            }
+            let owner = spawn_parked(move || {
+                assert!(r.remove(&pool, 0));
+                // Completes the batch {0, 1}: deferred to the collector.
+                assert!(r.remove(&pool, 1));
+                // Starts the next batch, which stays unsealed.
+                assert!(r.remove(&pool, 2));
+                drop(pool);
+                for id in 0..3 {
+                    assert_eq!(r.log().drops(id), 1, "the pool's drop drops value {id}");
+                }
+            });
+            collect_garbage();
+            owner.finished();
+            // Whatever is still pending runs now, and must drop nothing.
+            collect_garbage();
+            log.assert_each_dropped_once();
+            owner.release();
+        },
+    );
+}
