@@ -696,7 +696,7 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
     let _ = writeln!(s, "## Headline ratios\n");
     let _ = writeln!(
         s,
-        "From the medians above, same run. MISS means the target was not met here.\n"
+        "From the medians in the tables below, same run. MISS means the target was not met here.\n"
     );
     let _ = writeln!(s, "| target | compared | measured | required | verdict |");
     let _ = writeln!(s, "|---|---|---|---|---|");
