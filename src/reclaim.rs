@@ -177,10 +177,13 @@ fn vacate<T>(
     word: SlotWord,
     kept: &mut Option<Chain>,
 ) -> Option<Panic> {
-    // SAFETY: RETIRING means the value is initialised and not yet dropped,
-    // and the caller owns it (a released batch, or `&mut` access): the grace
-    // period is over, so no reference to it is left.
-    let result = catch_unwind(AssertUnwindSafe(|| drop(unsafe { slot.take_value() })));
+    let mut result = Ok(());
+    if core::mem::needs_drop::<T>() {
+        // SAFETY: RETIRING means the value is initialised and not yet
+        // dropped, and the caller owns it (a released batch, or `&mut`
+        // access): the grace period is over, so no reference to it is left.
+        result = catch_unwind(AssertUnwindSafe(|| drop(unsafe { slot.take_value() })));
+    }
     let link = kept.map_or(crate::slot::NIL, |c| c.first);
     let vacant = SlotWord::vacated(word.generation(), link, shared.config.max_generation);
     slot.word.store(vacant.to_bits(), Ordering::Relaxed);
