@@ -520,6 +520,8 @@ struct Simulation<B: Backend> {
     totals: Totals,
     /// Time in the parallel phases (think, despawn + spawn).
     pool_time: Duration,
+    /// The same, frame by frame.
+    phase_times: Vec<Duration>,
     /// Whole frames, one-thread bookkeeping included.
     frame_time: Duration,
 }
@@ -567,6 +569,7 @@ impl<B: Backend> Simulation<B> {
             frame: 0,
             totals,
             pool_time: Duration::ZERO,
+            phase_times: Vec::new(),
             frame_time: Duration::ZERO,
         }
     }
@@ -661,6 +664,7 @@ impl<B: Backend> Simulation<B> {
             "the population died out at frame {frame}"
         );
         self.pool_time += pool_time;
+        self.phase_times.push(pool_time);
         self.frame_time += started.elapsed();
     }
 
@@ -673,6 +677,7 @@ impl<B: Backend> Simulation<B> {
             frame,
             totals,
             pool_time,
+            phase_times,
             frame_time,
             ..
         } = self;
@@ -708,6 +713,7 @@ impl<B: Backend> Simulation<B> {
             checksum,
             len: b.len(),
             pool_time,
+            phase_times,
             frame_time,
             capacity: b.capacity(),
         }
@@ -723,6 +729,7 @@ struct Run {
     /// What the backend's `len()` said at the end (no operation in flight).
     len: usize,
     pool_time: Duration,
+    phase_times: Vec<Duration>,
     frame_time: Duration,
     capacity: usize,
 }
@@ -788,6 +795,17 @@ fn parse_args() -> Args {
     }
     args.progress |= args.frames > DEFAULT_FRAMES;
     args
+}
+
+/// The median over frames of `slow[f] / fast[f]`.
+fn median_ratio(slow: &[Duration], fast: &[Duration]) -> f64 {
+    let mut ratios: Vec<f64> = slow
+        .iter()
+        .zip(fast)
+        .map(|(s, f)| s.as_secs_f64() / f.as_secs_f64().max(1e-9))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios[ratios.len() / 2]
 }
 
 fn rate(ops: u64, time: Duration) -> f64 {
@@ -877,25 +895,28 @@ fn main() {
     );
     println!();
     println!(
-        "{:<28} {:>8} {:>9} {:>9} {:>9} {:>9}",
-        "backend", "phase s", "M ops/s", "speedup", "frame s", "capacity"
+        "{:<28} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "backend", "phase s", "M ops/s", "speedup", "median", "frame s", "capacity"
     );
     let base = rate(t.pool_ops(), first.pool_time);
     for run in &runs {
         let ops_per_second = rate(run.totals.pool_ops(), run.pool_time);
         println!(
-            "{:<28} {:>8.3} {:>9.1} {:>8.2}x {:>9.3} {:>9}",
+            "{:<28} {:>8.3} {:>9.1} {:>8.2}x {:>8.2}x {:>9.3} {:>9}",
             run.name,
             run.pool_time.as_secs_f64(),
             ops_per_second / 1e6,
             base / ops_per_second,
+            median_ratio(&run.phase_times, &first.phase_times),
             run.frame_time.as_secs_f64(),
             run.capacity
         );
     }
     println!();
     println!("phase s: time in the parallel phases (think; despawn + spawn); M ops/s: pool ops per second of it");
-    println!("speedup: handle_pool's ops/s over that row's; frame s: whole frames, one-thread bookkeeping included");
+    println!("speedup: handle_pool's ops/s over that row's; median: the median over frames of the same ratio");
+    println!("  (the three do equal work every frame, a few ms apart, so a burst of load on the machine hits all alike)");
+    println!("frame s: whole frames, one-thread bookkeeping included");
     println!("capacity: slots allocated at the end (handle_pool reuses a slot only after an epoch grace period)");
 
     // Checked last, so the table is printed even if this fails.
