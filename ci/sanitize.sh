@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The test suite (tests/: behaviour, drops, model and property tests, the
+# multi-threaded stress tests) under AddressSanitizer (with LeakSanitizer)
+# and ThreadSanitizer.
+#
+# Usage: ci/sanitize.sh [asan|tsan|all]     (default: all)
+#
+# The stable toolchain ships the sanitizer runtimes; -Z flags need
+# RUSTC_BOOTSTRAP=1. std is not rebuilt (there is no rust-src), so it is
+# linked uninstrumented: fine for ASan; for TSan see ci/tsan.supp.
+# crossbeam-epoch: its build script turns on `crossbeam_sanitize_thread`
+# by itself under TSan (loads instead of fences TSan cannot see); we add
+# `--cfg crossbeam_sanitize` to both passes, as crossbeam's own CI does,
+# which shrinks its garbage bags from 64 to 4 and collects without limit,
+# so removed values are reclaimed and slots reused far more often.
+#
+# Measured on the 2-core development machine (other jobs running):
+#   asan: 105 s from an empty target dir (build included), 61 s rebuilt;
+#   tsan: 61 s with the tests built, plus about 80 s to build them.
+# Most of each pass is the 16-thread `ownership_long` stress (about 47 s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-all}
+case $mode in
+asan | tsan | all) ;;
+*)
+    echo "usage: $0 [asan|tsan|all]" >&2
+    exit 2
+    ;;
+esac
+
+# An explicit --target keeps the sanitizer flags off build scripts and
+# proc-macros; the target dirs are separate so nobody else rebuilds.
+target=$(rustc -vV | sed -n 's/^host: //p')
+export RUSTC_BOOTSTRAP=1
+export CARGO_INCREMENTAL=0
+# The long stress test whose bound is a known capacity bug (#[ignore]d).
+skip_known_bug=churn_keeps_capacity_bounded_long
+
+asan() {
+    # tests/drops.rs `a_panicking_drop_in_the_collector_is_contained`
+    # deliberately `mem::forget`s the values `try_insert` refuses (so they
+    # are not counted as drops), and each holds an `Arc` of the test's drop
+    # log: LeakSanitizer rightly reports that log. The suppression names
+    # only that test function; every other leak fails the pass.
+    lsan_supp=$(mktemp)
+    trap 'rm -f "$lsan_supp"' EXIT
+    echo "leak:drops::a_panicking_drop_in_the_collector_is_contained" >"$lsan_supp"
+
+    export RUSTFLAGS="-Zsanitizer=address --cfg crossbeam_sanitize"
+    export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1"
+    export LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0"
+    export CARGO_TARGET_DIR=target/asan
+    cargo test --target "$target" --tests
+    # The multi-threaded stress tests' long variants (about 20 s each).
+    cargo test --target "$target" --test stress -- --ignored --skip "$skip_known_bug"
+    unset RUSTFLAGS ASAN_OPTIONS LSAN_OPTIONS CARGO_TARGET_DIR
+}
+
+tsan() {
+    # `double_remove_exactly_one_wins_*` hand their handles over through an
+    # std Mutex and std Barriers inside `thread::scope` without joining:
+    # all three synchronise inside uninstrumented std, so TSan reports the
+    # test's own data (the handle list, the counters freed after the scope).
+    # Skipped here rather than suppressed, because a suppression matching
+    # that test would also hide a real race in the pool found by it. The
+    # same race is covered by the loom model
+    # racing_removes_of_one_handle_exactly_one_wins.
+    export RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer --cfg crossbeam_sanitize"
+    export TSAN_OPTIONS="suppressions=$PWD/ci/tsan.supp:halt_on_error=0:second_deadlock_stack=1"
+    export CARGO_TARGET_DIR=target/tsan
+    local skip=(--skip double_remove_exactly_one_wins --skip "$skip_known_bug")
+    # One test at a time: reports then name one test, and 16-thread stress
+    # tests do not run on top of each other.
+    cargo test --target "$target" --tests -- --test-threads=1 "${skip[@]}"
+    cargo test --target "$target" --test stress -- --ignored --test-threads=1 "${skip[@]}"
+    unset RUSTFLAGS TSAN_OPTIONS CARGO_TARGET_DIR
+}
+
+run() {
+    local start=$SECONDS
+    echo "=== sanitize: $1"
+    "$1"
+    echo "=== sanitize: $1 passed in $((SECONDS - start)) s"
+}
+
+case $mode in
+asan) run asan ;;
+tsan) run tsan ;;
+all)
+    run asan
+    run tsan
+    ;;
+esac
