@@ -15,7 +15,7 @@
 # so removed values are reclaimed and slots reused far more often.
 #
 # Measured on the 2-core development machine (other jobs running):
-#   asan: 105 s from an empty target dir (build included), 61 s rebuilt;
+#   asan: 105 s from an empty target dir (build included), 61 s when built;
 #   tsan: 61 s with the tests built, plus about 80 s to build them.
 # Most of each pass is the 16-thread `ownership_long` stress (about 47 s).
 set -euo pipefail
