@@ -16,7 +16,7 @@
 //! compare equal work.
 //!
 //! ```sh
-//! cargo run --release --example job_system                 # 200 frames, about 10 s
+//! cargo run --release --example job_system                 # 200 frames: ~7 s on an idle 2-core machine
 //! cargo run --release --example job_system -- --threads 8  # oversubscribed
 //! cargo run --release --example job_system -- --long       # 5000 frames, with progress
 //! ```
