@@ -3,7 +3,6 @@
 
 use handle_pool::{new_handle_type, pin, Handle, HandlePool, ReferenceTable};
 use proptest::prelude::*;
-use std::collections::HashMap;
 
 #[test]
 fn insert_many_fresh_handles_are_consecutive() {
@@ -176,7 +175,7 @@ fn serde_round_trip_keeps_live_handles_and_stale_ones_stale() {
     assert_eq!(restored.get_cloned(c).as_deref(), Some("c"));
     assert!(!restored.contains(b));
     // Reusing b's slot gives a new generation: b stays stale.
-    let mut seen = HashMap::new();
+    let mut seen = std::collections::HashMap::new();
     for i in 0..10 {
         let h = restored.insert(format!("new{i}"));
         assert_ne!(h, b);
