@@ -6,11 +6,13 @@
 # against ReferenceTable, value drop counts and loom's causality checks.
 #
 # Measured on the 2-core development machine, LOOM_MAX_PREEMPTIONS=2, two
-# test threads: 3 min 37 s in all (11 s build, 3 min 27 s models; load average
-# about 4 from other jobs), 2026-11-22. 15 models, 1.4 million executions.
+# test threads, from an empty target/loom: 3 min 14 s in all (57 s build,
+# 2 min 16 s models; load average 2 to 4 from other jobs), 2026-11-22.
+# 17 models, 1.41 million executions; the slowest model takes about 60 s.
 #
 # Usage: ci/loom.sh [test name filter] [other libtest arguments]
-# Environment: LOOM_MAX_PREEMPTIONS (default 2; 3 takes hours), and for a
+# Environment: LOOM_MAX_PREEMPTIONS (default 2; 3 explores 7 to 8 times as
+# many executions per model, so roughly 20 min in all), and for a
 # failing model LOOM_LOG=trace, LOOM_LOCATION=1, LOOM_CHECKPOINT_FILE=f.json
 # (see the loom crate's docs) to print and replay the failing interleaving.
 set -euo pipefail

@@ -163,6 +163,23 @@ impl Recorder {
         handle
     }
 
+    /// `insert_many`: one `Insert` event per value (it publishes them one
+    /// by one).
+    pub fn insert_many(&mut self, pool: &Pool, ids: &[Id]) -> Vec<Handle> {
+        let values: Vec<Tracked> = ids.iter().map(|&id| self.value(id)).collect();
+        let handles = pool.insert_many(values);
+        assert_eq!(
+            handles.len(),
+            ids.len(),
+            "insert_many returns one handle per value"
+        );
+        for (&id, &handle) in ids.iter().zip(&handles) {
+            self.handles.insert(id, handle);
+            self.record(Op::Insert(id), Outcome::Inserted(true));
+        }
+        handles
+    }
+
     /// `try_insert`; a value refused is handed back and dropped here.
     pub fn try_insert(&mut self, pool: &Pool, id: Id) -> Option<Handle> {
         let handle = match pool.try_insert(self.value(id)) {

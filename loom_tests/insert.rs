@@ -190,3 +190,55 @@ fn insert_with_panic_gives_its_slot_back_aba_safe() {
     .check("insert_with_panic_gives_its_slot_back_aba_safe");
     reused.assert("the slot given back was reused");
 }
+
+/// `insert_many` pops a whole chain of free slots with one CAS, walking the
+/// links below the head first. Meanwhile another thread's `insert_with`
+/// pops the head `A`, its closure inserts (popping `B`, the next) and
+/// panics, which puts `A` back on top alone: the head is `A` again, and
+/// the chain walked through `B` is stale. The chain pop must fail and
+/// retry; every slot goes to exactly one value.
+#[test]
+fn insert_many_racing_inserts_pops_disjoint_slots() {
+    Model {
+        config: Config::tiny(8, 4),
+        values: 8,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+            for id in 0..3 {
+                r.remove(pool, id);
+            }
+            // Frees slots 0, 1 and 2 at once: free list 2 → 1 → 0.
+            pool.reclaim();
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert_many(pool, &[3, 4]);
+            }),
+            step(|pool, r| {
+                let panicked = expect_panic(|| {
+                    pool.insert_with(|_| {
+                        r.insert(pool, 5);
+                        std::panic::panic_any(ExpectedPanic)
+                    });
+                });
+                assert!(panicked);
+                r.insert(pool, 6);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            let mut indices: Vec<u32> = (3..7).map(|id| r.handle(id).index()).collect();
+            indices.sort_unstable();
+            indices.dedup();
+            assert_eq!(indices.len(), 4, "four values in four distinct slots");
+            assert!(
+                indices[..3] == [0, 1, 2],
+                "the three free slots are used first"
+            );
+            r.insert(pool, 7);
+            r.observe_all(pool);
+        }),
+    }
+    .check("insert_many_racing_inserts_pops_disjoint_slots");
+}

@@ -203,3 +203,40 @@ fn stale_handle_never_resolves_after_its_slot_is_reused() {
     .check("stale_handle_never_resolves_after_its_slot_is_reused");
     reused.assert("the stale handle's slot was reused");
 }
+
+/// Three threads on two stripes: two insert while the third removes an
+/// older value and drives the epoch, so an insert may reclaim the released
+/// batch from the other stripe while the other insert takes fresh slots.
+#[test]
+fn two_inserts_and_a_remove_on_two_stripes() {
+    Model {
+        config: Config {
+            stripes: 2,
+            ..Config::tiny(8, 1)
+        },
+        values: 4,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 1);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 2);
+            }),
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                collect_garbage();
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            let (b, c) = (r.handle(1), r.handle(2));
+            assert_ne!(b.index(), c.index());
+            collect_garbage();
+            r.insert(pool, 3);
+            r.observe_all(pool);
+        }),
+    }
+    .check("two_inserts_and_a_remove_on_two_stripes");
+}
