@@ -39,18 +39,9 @@ export CARGO_INCREMENTAL=0
 skip_known_bug=churn_keeps_capacity_bounded_long
 
 asan() {
-    # tests/drops.rs `a_panicking_drop_in_the_collector_is_contained`
-    # deliberately `mem::forget`s the values `try_insert` refuses (so they
-    # are not counted as drops), and each holds an `Arc` of the test's drop
-    # log: LeakSanitizer rightly reports that log. The suppression names
-    # only that test function; every other leak fails the pass.
-    lsan_supp=$(mktemp)
-    trap 'rm -f "$lsan_supp"' EXIT
-    echo "leak:drops::a_panicking_drop_in_the_collector_is_contained" >"$lsan_supp"
-
+    # No leak suppressions: every leak fails the pass.
     export RUSTFLAGS="-Zsanitizer=address --cfg crossbeam_sanitize"
     export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1"
-    export LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0"
     export CARGO_TARGET_DIR=target/asan
     cargo test --target "$target" --tests
     # The multi-threaded stress tests' long variants (about 20 s each).
