@@ -73,9 +73,8 @@ unsafe impl<T: Send> Send for BatchJob<T> {}
 impl<T> BatchJob<T> {
     /// Runs once the grace period is over.
     fn release(self) {
-        let stripe = &self.shared.stripes[self.stripe];
-        stripe.push_ready(self.node);
-        stripe.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.shared.stripes[self.stripe].push_ready(self.node);
+        self.shared.count_in_flight(self.stripe, -1);
     }
 }
 
@@ -96,9 +95,7 @@ pub(crate) fn defer_batch<T: Send + 'static>(
         }),
     };
     // Relaxed: a hint for inserts deciding whether the epoch is worth pushing.
-    let sealed = shared.stripes[stripe]
-        .in_flight
-        .fetch_add(1, Ordering::Relaxed);
+    let sealed = shared.count_in_flight(stripe, 1);
     let guard = crossbeam_epoch::pin();
     guard.defer(move || job.release());
     // The batch sits in this thread's local bag until the bag is flushed to

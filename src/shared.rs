@@ -8,7 +8,7 @@ use crate::free_list::{Chain, Stripe};
 use crate::reclaim::{advance_epoch, reclaim_ready};
 use crate::slot::{Slot, SlotWord};
 use crate::storage::Storage;
-use crate::sync::{thread_stripe_hint, yield_now, AtomicU64, Ordering};
+use crate::sync::{thread_stripe_hint, yield_now, AtomicIsize, AtomicU64, Ordering};
 
 /// A `FREE` slot taken for an insert, owned by the inserting thread until it
 /// publishes the value or gives the slot back.
@@ -28,6 +28,9 @@ pub(crate) struct Shared<T> {
     /// Bumped by every exclusive `reclaim` (see `reclaim`). Read once per
     /// sealed batch, written only under `&mut`.
     era: AtomicU64,
+    /// Batches handed to the collector and not yet released, pool-wide: one
+    /// load tells an insert whether waiting slots exist at all.
+    in_flight: CachePadded<AtomicIsize>,
     /// The collector reclamation defers on (the default one), kept here so
     /// that checking a guard is a pointer comparison.
     pub(crate) collector: crossbeam_epoch::Collector,
@@ -42,6 +45,7 @@ impl<T> Shared<T> {
             stripes: (0..config.stripes).map(|_| Stripe::new()).collect(),
             fresh: CachePadded::new(AtomicU64::new(0)),
             era: AtomicU64::new(0),
+            in_flight: CachePadded::new(AtomicIsize::new(0)),
             collector: crossbeam_epoch::default_collector().clone(),
             config,
         }
@@ -84,13 +88,24 @@ impl<T> Shared<T> {
         self.acquire_slow(home)
     }
 
-    /// Reusable slots first, in order of cost: batches released on the home
-    /// stripe, other stripes' free lists, other stripes' released batches;
-    /// fresh slots only when nothing reusable is ready.
+    /// Reusable slots first, in order of cost; fresh slots only when
+    /// nothing reusable is ready.
+    ///
+    /// The home stripe comes first: its released batches, then, if its own
+    /// batches are waiting for the epoch, one push of the epoch. That touches
+    /// no other stripe's cache line, so under churn every thread recycles its
+    /// own slots without pulling the others' lines away from them. Only then
+    /// the other stripes: their free lists and released batches.
     #[cold]
     fn acquire_slow(&self, home: usize) -> Option<Acquired<'_, T>> {
-        if reclaim_ready(self, home, home) {
-            if let Some(found) = self.pop_from(home) {
+        if let Some(found) = self.reclaim_home(home) {
+            return Some(found);
+        }
+        if self.stripes[home].in_flight.load(Ordering::Relaxed) >= 2 {
+            // Below two, growing a little is cheaper than a flush (about a
+            // microsecond); from two on, one epoch step releases a batch.
+            advance_epoch();
+            if let Some(found) = self.reclaim_home(home) {
                 return Some(found);
             }
         }
@@ -106,25 +121,39 @@ impl<T> Shared<T> {
         if let Some(found) = self.reclaim_any(home) {
             return Some(found);
         }
-        if self.batches_in_flight() >= 2 {
-            // Removed slots are waiting for the epoch: push it along once.
+        if self.in_flight.load(Ordering::Relaxed) > 0 && self.reclamation_is_behind() {
+            // Most removed slots are waiting for an epoch that a thread
+            // preempted while pinned may be holding back for a whole time
+            // slice. Give the CPU away once, so that thread can run and
+            // unpin, then look again; either way we go on (no waiting on
+            // anyone).
+            yield_now();
             advance_epoch();
             if let Some(found) = self.reclaim_any(home) {
                 return Some(found);
             }
-            if self.reclamation_is_behind() {
-                // Most slots are waiting for an epoch that a thread preempted
-                // while pinned may be holding back for a whole time slice.
-                // Give the CPU away once, so that thread can run and unpin,
-                // then look again; either way we go on (no waiting on anyone).
-                yield_now();
-                advance_epoch();
-                if let Some(found) = self.reclaim_any(home) {
-                    return Some(found);
-                }
-            }
         }
         self.acquire_fresh(home, self.config.fresh_block)
+    }
+
+    /// Reclaims the home stripe's released batches and pops one slot.
+    #[inline]
+    fn reclaim_home(&self, home: usize) -> Option<Acquired<'_, T>> {
+        if reclaim_ready(self, home, home) {
+            self.pop_from(home)
+        } else {
+            None
+        }
+    }
+
+    /// Records a batch handed to the collector (`+1`) or released (`-1`)
+    /// on `stripe`; returns the stripe's previous count.
+    #[inline]
+    pub(crate) fn count_in_flight(&self, stripe: usize, delta: isize) -> isize {
+        self.in_flight.fetch_add(delta, Ordering::Relaxed);
+        self.stripes[stripe]
+            .in_flight
+            .fetch_add(delta, Ordering::Relaxed)
     }
 
     /// Reclaims released batches from any stripe into the home stripe.
@@ -139,16 +168,6 @@ impl<T> Shared<T> {
             }
         }
         None
-    }
-
-    /// How many sealed batches are waiting for their grace period. Below
-    /// two, growing a little is cheaper than pushing the epoch (a flush costs
-    /// about a microsecond); from two on, one epoch step releases a batch.
-    fn batches_in_flight(&self) -> isize {
-        self.stripes
-            .iter()
-            .map(|stripe| stripe.in_flight.load(Ordering::Relaxed))
-            .sum()
     }
 
     /// Whether growing now would be growth the live count does not explain:
