@@ -325,17 +325,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
                 }
                 shared.stripes[home].adjust_len(-((end - next) as isize));
             }
-            if next < end {
-                // Unused fresh slots go on the free list for later inserts.
-                shared.link_fresh(next, end);
-                shared.stripes[home].push_chain(
-                    &shared.storage,
-                    Chain {
-                        first: next,
-                        last: end - 1,
-                    },
-                );
-            }
+            // Unused fresh slots go on the free list for later inserts.
+            shared.free_fresh(home, next, end);
             if end - start < wanted {
                 panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
             }
@@ -803,19 +794,7 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
         let home = self.shared.home();
         let stripe = &self.shared.stripes[home];
         let current = stripe.retiring_head();
-        let retiring = SlotWord::retiring(generation, crate::free_list::retiring_link(current));
-        // Acquire pairs with `publish`'s Release store: we now own the
-        // initialised value and hand it on to the reclamation.
-        if slot
-            .word
-            .compare_exchange(
-                expected,
-                retiring.to_bits(),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
+        if !slot.try_retire(generation, crate::free_list::retiring_link(current)) {
             return false;
         }
         let batch = self.shared.config.batch;
@@ -856,18 +835,7 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
             if slot.word.load(Ordering::Relaxed) != expected {
                 continue;
             }
-            let retiring = SlotWord::retiring(h.generation(), head);
-            // Acquire: as in `remove`.
-            if slot
-                .word
-                .compare_exchange(
-                    expected,
-                    retiring.to_bits(),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-            {
+            if slot.try_retire(h.generation(), head) {
                 head = h.index();
                 tail.get_or_insert((slot, h.generation()));
                 count += 1;

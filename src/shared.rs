@@ -193,14 +193,7 @@ impl<T> Shared<T> {
     /// they made progress, and we start over.
     fn acquire_fresh(&self, home: usize, count: u32) -> Option<Acquired<'_, T>> {
         let (start, end) = self.reserve_fresh(count)?;
-        self.link_fresh(start, end);
-        self.stripes[home].push_chain(
-            &self.storage,
-            Chain {
-                first: start,
-                last: end - 1,
-            },
-        );
+        self.free_fresh(home, start, end);
         match self.pop_from(home) {
             Some(found) => Some(found),
             None => self.acquire_slow(home),
@@ -223,8 +216,23 @@ impl<T> Shared<T> {
         Some((start, end))
     }
 
+    /// Puts never-used slots `start..end` (owned by the caller, possibly
+    /// none) on the home stripe's free list, in index order.
+    pub(crate) fn free_fresh(&self, home: usize, start: u32, end: u32) {
+        if start < end {
+            self.link_fresh(start, end);
+            self.stripes[home].push_chain(
+                &self.storage,
+                Chain {
+                    first: start,
+                    last: end - 1,
+                },
+            );
+        }
+    }
+
     /// Links never-used slots `start..end` into a chain, in index order.
-    pub(crate) fn link_fresh(&self, start: u32, end: u32) {
+    fn link_fresh(&self, start: u32, end: u32) {
         for index in start..end - 1 {
             // Relaxed: the chain is published by `push_chain`'s Release CAS.
             self.storage

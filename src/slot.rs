@@ -41,7 +41,7 @@
 
 use core::mem::MaybeUninit;
 
-use crate::sync::{AtomicU64, UnsafeCell};
+use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 
 /// Ends a list threaded through slot links.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -167,6 +167,22 @@ impl<T> Slot<T> {
             word: AtomicU64::new(SlotWord::free(0, 0).to_bits()),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
+    }
+
+    /// `remove`'s CAS: `OCCUPIED(generation)` to `RETIRING(generation,
+    /// link)`. The one thread that succeeds owns the value from then on.
+    #[inline]
+    pub(crate) fn try_retire(&self, generation: u32, link: u32) -> bool {
+        // Acquire pairs with `publish`'s Release store: the winner sees the
+        // initialised value it now owns and hands on to the reclamation.
+        self.word
+            .compare_exchange(
+                SlotWord::occupied(generation).to_bits(),
+                SlotWord::retiring(generation, link).to_bits(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
     }
 
     /// Writes a value into a slot its caller owns.
