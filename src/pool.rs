@@ -7,7 +7,6 @@ use crossbeam_epoch::Guard;
 
 use crate::config::Config;
 use crate::error::CapacityError;
-use crate::free_list::Chain;
 use crate::handle::{Handle, PoolHandle};
 use crate::iter::{Drain, Iter, IterMut};
 use crate::reclaim::{self, defer_batch, propagate, reclaim_now, reclaim_ready};

@@ -91,9 +91,9 @@ impl<T> Shared<T> {
     /// Reusable slots first, in order of cost; fresh slots only when
     /// nothing reusable is ready.
     ///
-    /// The home stripe comes first: its released batches, then, if its own
-    /// batches are waiting for the epoch, one push of the epoch. That touches
-    /// no other stripe's cache line, so under churn every thread recycles its
+    /// The home stripe comes first: its released batches, then, if batches
+    /// are waiting for the epoch, one push of the epoch. That touches no
+    /// other stripe's cache line, so under churn every thread recycles its
     /// own slots without pulling the others' lines away from them. Only then
     /// the other stripes: their free lists and released batches.
     #[cold]
@@ -101,9 +101,12 @@ impl<T> Shared<T> {
         if let Some(found) = self.reclaim_home(home) {
             return Some(found);
         }
-        if self.stripes[home].in_flight.load(Ordering::Relaxed) >= 2 {
-            // Below two, growing a little is cheaper than a flush (about a
-            // microsecond); from two on, one epoch step releases a batch.
+        if self.in_flight.load(Ordering::Relaxed) >= 2 {
+            // Batches are waiting for the epoch: push it once. Below two,
+            // growing a little is cheaper than a flush (about a microsecond);
+            // from two on, one epoch step releases a batch. Pushing it on
+            // every slow path, not only for this stripe's own batches, keeps
+            // reuse prompt when threads outnumber cores.
             advance_epoch();
             if let Some(found) = self.reclaim_home(home) {
                 return Some(found);
