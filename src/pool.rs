@@ -649,7 +649,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
             if word.state() == State::Free {
                 shared.stripes[home].push_chain(
                     &shared.storage,
-                    Chain {
+                    crate::free_list::Chain {
                         first: index,
                         last: index,
                     },
