@@ -741,9 +741,9 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 
     /// Drops, now, every removed value whose deferred reclamation has not
     /// run yet. `&mut self` proves no reader holds a reference, so there is
-    /// nothing to wait for. Slots in batches already handed to the epoch
-    /// collector become reusable when their closure runs (which then finds
-    /// no value left to drop); all others become reusable at once.
+    /// nothing to wait for. Every such slot becomes reusable at once; a
+    /// batch the epoch collector releases later is recognised as already
+    /// reclaimed (by its era) and discarded.
     ///
     /// Costs O(capacity).
     ///

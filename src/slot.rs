@@ -31,7 +31,7 @@
 //! | `FREE(g, l)`      | `FREE(g, l')`       | whoever pushes the slot onto a list (it owns the slot) | store |
 //! | `OCCUPIED(g)`     | `RETIRING(g, l)`    | `remove`: the one CAS that decides which remover wins | CAS |
 //! | `RETIRING(g, l)`  | `RETIRING(g, l')`   | the winning remover, relinking after losing a race on its stripe's batch | store |
-//! | `RETIRING(g, l)`  | `FREE(g, l)` / `DEAD(g)` | the batch's deferred reclamation, or an exclusive `reclaim`/drop: the CAS decides which of the two drops the value | CAS |
+//! | `RETIRING(g, l)`  | `FREE(g, _)` / `DEAD(g)` | after the grace period, the insert that reclaims the released batch; or an exclusive `reclaim`/`clear`/drop. The two never run at once (batches are reclaimed only inside pool operations, which `&mut` excludes), and eras keep a batch from being reclaimed twice | store |
 //! | `OCCUPIED(g)`     | `FREE(g, _)` / `DEAD(g)` | exclusive (`&mut`) removal: `take`, `clear`, `retain`, `drain` | store |
 //!
 //! A handle `(i, g)` resolves iff slot `i`'s word is exactly `OCCUPIED(g)`.
