@@ -5,10 +5,11 @@
 # preemption bound, on a tiny pool configuration, and checks each execution
 # against ReferenceTable, value drop counts and loom's causality checks.
 #
-# Measured on the 2-core development machine, LOOM_MAX_PREEMPTIONS=2, two
-# test threads, from an empty target/loom: 3 min 14 s in all (57 s build,
-# 2 min 16 s models; load average 2 to 4 from other jobs), 2026-11-22.
-# 17 models, 1.41 million executions; the slowest model takes about 60 s.
+# Measured on the 2-core development machine, LOOM_MAX_PREEMPTIONS=2:
+# 5 min 47 s in all at commit f1948d1 (build cached; 23 tests, 17 of them
+# models, about 1.4 million executions), idle machine, 2026-11-22. Earlier
+# runs took 3 min 14 s from an empty target dir under other load: the time
+# depends on the models more than on the machine.
 #
 # Usage: ci/loom.sh [test name filter] [other libtest arguments]
 # Environment: LOOM_MAX_PREEMPTIONS (default 2; 3 explores 7 to 8 times as
