@@ -105,8 +105,6 @@ pub(crate) struct Stripe {
     /// Rare corrections to the length: exclusive removals (which skip the
     /// retirement batches) and inserts given back when their closure panicked.
     adjust: AtomicIsize,
-    /// Batches sealed on this stripe and not yet released by the collector.
-    pub(crate) in_flight: AtomicIsize,
 }
 
 impl Stripe {
@@ -117,7 +115,6 @@ impl Stripe {
             retiring: AtomicU64::new(pack(0, NIL)),
             retired: AtomicU64::new(0),
             adjust: AtomicIsize::new(0),
-            in_flight: AtomicIsize::new(0),
         })
     }
 

@@ -760,7 +760,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert_eq!(Arc::strong_count(&value), 1);
     /// ```
     pub fn reclaim(&mut self) {
-        propagate(reclaim_now(&self.shared));
+        propagate(reclaim_now(&self.shared, false));
     }
 }
 
@@ -929,29 +929,8 @@ impl<T: fmt::Debug, H: PoolHandle> fmt::Debug for HandlePool<T, H> {
 
 impl<T, H> Drop for HandlePool<T, H> {
     fn drop(&mut self) {
-        let shared = &*self.shared;
-        // Pending reclamations first, so the scan below sees only live values.
-        let mut first_panic = reclaim_now(shared);
-        for (_, slot) in shared.storage.slots(shared.used_slots()) {
-            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            if word.state() == State::Occupied {
-                slot.word.store(
-                    SlotWord::free(word.generation(), crate::slot::NIL).to_bits(),
-                    Ordering::Relaxed,
-                );
-                // SAFETY: OCCUPIED means initialised, and `&mut self` in drop
-                // is exclusive; the word no longer says OCCUPIED, so no one
-                // drops it again.
-                let value = unsafe { slot.take_value() };
-                if let Err(payload) =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value)))
-                {
-                    first_panic.get_or_insert(payload);
-                }
-            }
-        }
-        // Pending closures keep the storage alive through their own `Arc`s
-        // and find no value left to drop.
-        reclaim::propagate(first_panic);
+        // Pending and live values alike, in one pass. Pending closures keep
+        // the storage alive through their own `Arc`s and find nothing left.
+        reclaim::propagate(reclaim_now(&self.shared, true));
     }
 }

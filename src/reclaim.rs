@@ -74,7 +74,7 @@ impl<T> BatchJob<T> {
     /// Runs once the grace period is over.
     fn release(self) {
         self.shared.stripes[self.stripe].push_ready(self.node);
-        self.shared.count_in_flight(self.stripe, -1);
+        self.shared.count_in_flight(-1);
     }
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn defer_batch<T: Send + 'static>(
         }),
     };
     // Relaxed: a hint for inserts deciding whether the epoch is worth pushing.
-    let sealed = shared.count_in_flight(stripe, 1);
+    let sealed = shared.count_in_flight(1);
     let guard = crossbeam_epoch::pin();
     guard.defer(move || job.release());
     // The batch sits in this thread's local bag until the bag is flushed to
@@ -194,9 +194,10 @@ fn vacate<T>(
 }
 
 /// Exclusive access: drops, now, every value whose removal is still pending
-/// and makes its slot reusable at once. Returns the first panic of a
-/// value's `Drop`, after finishing.
-pub(crate) fn reclaim_now<T>(shared: &Shared<T>) -> Option<Panic> {
+/// and makes its slot reusable at once; with `live`, the values still in the
+/// pool too (the pool's drop), in the same pass. Returns the first panic of
+/// a value's `Drop`, after finishing.
+pub(crate) fn reclaim_now<T>(shared: &Shared<T>, live: bool) -> Option<Panic> {
     // Batches sealed before this point are reclaimed here; when the
     // collector releases them later, their era says so.
     shared.start_era();
@@ -214,10 +215,21 @@ pub(crate) fn reclaim_now<T>(shared: &Shared<T>) -> Option<Panic> {
     let mut kept = None;
     for (index, slot) in shared.storage.slots(shared.used_slots()) {
         let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-        if word.state() == State::Retiring {
-            if let Some(p) = vacate(shared, index, slot, word, &mut kept) {
-                first_panic.get_or_insert(p);
+        let panic = match word.state() {
+            State::Retiring => vacate(shared, index, slot, word, &mut kept),
+            State::Occupied if live => {
+                let free = SlotWord::free(word.generation(), crate::slot::NIL);
+                slot.word.store(free.to_bits(), Ordering::Relaxed);
+                // SAFETY: OCCUPIED means initialised, and `&mut` access is
+                // exclusive; the word no longer says OCCUPIED, so nobody
+                // drops it again.
+                let value = unsafe { slot.take_value() };
+                catch_unwind(AssertUnwindSafe(|| drop(value))).err()
             }
+            _ => None,
+        };
+        if let Some(p) = panic {
+            first_panic.get_or_insert(p);
         }
     }
     if let Some(chain) = kept {

@@ -149,14 +149,11 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Records a batch handed to the collector (`+1`) or released (`-1`)
-    /// on `stripe`; returns the stripe's previous count.
+    /// Records a batch handed to the collector (`+1`) or released (`-1`);
+    /// returns the previous count.
     #[inline]
-    pub(crate) fn count_in_flight(&self, stripe: usize, delta: isize) -> isize {
-        self.in_flight.fetch_add(delta, Ordering::Relaxed);
-        self.stripes[stripe]
-            .in_flight
-            .fetch_add(delta, Ordering::Relaxed)
+    pub(crate) fn count_in_flight(&self, delta: isize) -> isize {
+        self.in_flight.fetch_add(delta, Ordering::Relaxed)
     }
 
     /// Reclaims released batches from any stripe into the home stripe.
