@@ -89,6 +89,15 @@ impl<T, H: PoolHandle> IntoIterator for HandlePool<T, H> {
 /// values.sort();
 /// assert_eq!(values, [1, 2, 3]);
 /// ```
+///
+/// It owns the pool, so it is `Send` when `T: Send`; `Rc`s stay on one thread:
+///
+/// ```compile_fail
+/// use std::rc::Rc;
+/// fn assert_send<X: Send>(_: X) {}
+/// let pool: handle_pool::HandlePool<Rc<u32>> = handle_pool::HandlePool::new();
+/// assert_send(pool.into_iter());
+/// ```
 pub struct IntoIter<T, H: PoolHandle> {
     pool: HandlePool<T, H>,
     next: u64,

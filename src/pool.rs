@@ -35,6 +35,24 @@ use crate::sync::{Arc, Ordering};
 /// assert!(pool.remove(a));
 /// assert_eq!(pool.get(a, &guard), None);
 /// ```
+///
+/// A pool is `Send` when `T: Send` and `Sync` when `T: Send + Sync`: threads
+/// sharing it read `&T` and move values in and out. A pool of `Cell`s cannot
+/// be shared,
+///
+/// ```compile_fail
+/// fn assert_sync<X: Sync>(_: &X) {}
+/// let pool: handle_pool::HandlePool<std::cell::Cell<u32>> = handle_pool::HandlePool::new();
+/// assert_sync(&pool);
+/// ```
+///
+/// and a pool of `Rc`s cannot even be sent:
+///
+/// ```compile_fail
+/// fn assert_send<X: Send>(_: X) {}
+/// let pool: handle_pool::HandlePool<std::rc::Rc<u32>> = handle_pool::HandlePool::new();
+/// assert_send(pool);
+/// ```
 pub struct HandlePool<T, H = Handle> {
     shared: Arc<Shared<T>>,
     _handle: PhantomData<fn(H) -> H>,

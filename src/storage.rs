@@ -9,6 +9,7 @@
 //! valid however many inserts follow, and no maximum capacity is fixed up
 //! front.
 
+use core::marker::PhantomData;
 use core::ptr;
 
 use crate::slot::Slot;
@@ -25,6 +26,10 @@ pub(crate) struct Storage<T> {
     first_shift: u32,
     /// The first bucket's size, `1 << first_shift`.
     first: u64,
+    /// The storage owns the slots, and through them the `T`s they hold: its
+    /// auto traits (and those of everything that borrows it, such as the
+    /// iterators) must follow `T`'s, not those of the atomic pointers.
+    _owns: PhantomData<T>,
 }
 
 /// Where an index lives.
@@ -44,6 +49,7 @@ impl<T> Storage<T> {
             buckets: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             first_shift,
             first: 1 << first_shift,
+            _owns: PhantomData,
         }
     }
 
