@@ -150,8 +150,21 @@ impl PartialOrd for Handle {
 /// A handle type a [`HandlePool`](crate::HandlePool) can hand out: [`Handle`]
 /// itself, or a distinct type made with [`new_handle_type!`](crate::new_handle_type).
 ///
-/// The trait is safe to implement: the pool checks every handle it is given,
-/// so a handle with any bits can only fail to find a value.
+/// The trait is safe to implement, and the pool stays sound against any
+/// implementation, however it behaves:
+///
+/// - every operation calls [`handle`](Self::handle) once per handle it is
+///   given and acts on that answer alone, checking it like any other
+///   handle: bits that name no live value find nothing, and a second call
+///   that would answer differently is never made;
+/// - [`from_handle`](Self::from_handle) only makes what the pool hands out;
+///   the pool never converts its result back, so a type that does not
+///   round-trip gets handles that find nothing, not another value;
+/// - either method may panic: the operation stops where it was, with no
+///   slot lost, the length exact and every value dropped exactly once.
+///
+/// Types made with [`new_handle_type!`](crate::new_handle_type) round-trip
+/// exactly, as a handle type should.
 ///
 /// ```
 /// use handle_pool::{Handle, PoolHandle};

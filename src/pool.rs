@@ -9,9 +9,9 @@ use crate::config::Config;
 use crate::error::CapacityError;
 use crate::handle::{Handle, PoolHandle};
 use crate::iter::{Drain, Iter, IterMut};
-use crate::reclaim::{self, defer_batch, propagate, reclaim_now, reclaim_ready};
-use crate::shared::{Acquired, Shared};
-use crate::slot::{SlotWord, State};
+use crate::reclaim::{self, defer_batch, propagate, reclaim_now};
+use crate::shared::{Acquired, Claimed, Shared};
+use crate::slot::{Slot, SlotWord, State};
 use crate::sync::{Arc, Ordering};
 
 /// A concurrent, lock-free pool of `T` values addressed by generational handles.
@@ -162,7 +162,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         let Some(acquired) = self.shared.acquire(self.shared.home()) else {
             return Err(CapacityError(value));
         };
-        Ok(publish(acquired, value))
+        Ok(H::from_handle(publish(acquired, value)))
     }
 
     /// Inserts the value `f` makes from its own handle, so an object can
@@ -186,8 +186,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
             panic!("HandlePool::insert_with: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
         };
         let (index, generation) = (acquired.index, acquired.generation);
-        let handle = H::from_handle(Handle::new(index, generation));
-        // If `f` unwinds, burn the generation it saw and give the slot back.
+        // If anything below unwinds (`H::from_handle` or `f`, both user
+        // code), burn the generation `f` may have seen and give the slot back.
         struct GiveBack<'a, T> {
             shared: &'a Shared<T>,
             home: usize,
@@ -207,29 +207,35 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
             index,
             generation,
         };
+        let handle = H::from_handle(Handle::new(index, generation));
         let value = f(handle);
         core::mem::forget(give_back);
-        publish(acquired, value)
+        publish(acquired, value);
+        // The handle `f` was shown, not a second `from_handle`.
+        handle
     }
 
     /// Inserts many values at once and returns their handles, in order.
     ///
-    /// Reusable slots are taken from the free list several at a time (one
-    /// CAS per run of slots), and whatever is left gets one contiguous block
-    /// of fresh slots reserved with a single atomic step: the fresh handles
-    /// of one call have consecutive indices, so a caller can allocate a
-    /// connected block of ids. See [`insert_many_into`](Self::insert_many_into)
-    /// to reuse a buffer.
+    /// Slots are claimed in runs: reusable ones off the free list, one CAS
+    /// per run, else a block of consecutive fresh indices, one atomic step
+    /// per block. A run is as long as the iterator's `size_hint` says is
+    /// left, but never longer than what the iterator has already produced
+    /// (64 at first): an iterator whose hint lies costs at most that many
+    /// slots ahead, and every slot claimed and not filled is given back,
+    /// also when the iterator panics. See
+    /// [`insert_many_into`](Self::insert_many_into) to reuse a buffer.
     ///
     /// # Panics
     /// When the pool is full, as [`insert`](Self::insert); the values
-    /// inserted before that stay in the pool.
+    /// inserted before that stay in the pool. If the iterator panics, the
+    /// values it produced before stay in the pool.
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
     /// let handles = pool.insert_many(0..100);
     /// assert_eq!(handles.len(), 100);
-    /// // A fresh pool has nothing to reuse: one block of consecutive indices.
+    /// // A fresh pool has nothing to reuse: fresh blocks, consecutive here.
     /// assert!(handles.windows(2).all(|w| w[1].index() == w[0].index() + 1));
     /// assert_eq!(pool.get_cloned(handles[42]), Some(42));
     /// ```
@@ -243,8 +249,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// Otherwise the same as [`insert_many`](Self::insert_many).
     ///
     /// # Panics
-    /// When the pool is full; the values inserted before that stay in the
-    /// pool and their handles are in `handles`.
+    /// When the pool is full, or the iterator panics; the values inserted
+    /// before that stay in the pool and their handles are in `handles`.
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
@@ -257,99 +263,33 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert_eq!(pool.len(), 192);
     /// ```
     pub fn insert_many_into(&self, values: impl IntoIterator<Item = T>, handles: &mut Vec<H>) {
-        let mut values = values.into_iter();
-        match values.size_hint() {
-            (lower, Some(upper)) if lower == upper => {
-                self.insert_counted(&mut values, lower, handles)
-            }
-            _ => {
-                let values: Vec<T> = values.collect();
-                let count = values.len();
-                self.insert_counted(&mut values.into_iter(), count, handles);
-            }
-        }
-    }
-
-    /// `insert_many_into` for an iterator expected to yield `count` values.
-    /// A wrong count costs speed, never a slot or a value: slots taken for
-    /// values that never come are given back, extra values inserted singly.
-    fn insert_counted(
-        &self,
-        values: &mut impl Iterator<Item = T>,
-        count: usize,
-        handles: &mut Vec<H>,
-    ) {
-        let mut remaining = count;
-        handles.reserve(remaining);
+        /// The first run's length limit, before the iterator has produced anything.
+        const FIRST_RUN: usize = 64;
         let shared = &*self.shared;
         let home = shared.home();
-        while remaining > 0 {
-            let max = remaining.min(u32::MAX as usize) as u32;
-            let Some((first, taken)) = shared.stripes[home].pop_chain(&shared.storage, max) else {
-                if reclaim_ready(shared, home, home) {
-                    continue;
+        let mut values = values.into_iter();
+        // Dropped on every exit, unwinding included: gives back what is left.
+        let mut claimed = None;
+        let mut inserted = 0usize;
+        while let Some(value) = values.next() {
+            let slot = match claimed.as_mut().and_then(Claimed::take) {
+                Some(slot) => slot,
+                None => {
+                    // `value` is one more than the hint's count of what is left.
+                    let left = values.size_hint().0.saturating_add(1);
+                    let want = left.min(inserted.max(FIRST_RUN)).min(u32::MAX as usize);
+                    let mut run = shared.claim(home, want as u32).unwrap_or_else(|| {
+                        panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)")
+                    });
+                    handles.reserve(want);
+                    let slot = run.take().expect("a claim holds at least one slot");
+                    claimed = Some(run);
+                    slot
                 }
-                break;
             };
-            let mut index = first;
-            for _ in 0..taken {
-                let slot = shared.storage.slot(index);
-                // Read the link before `publish` overwrites the word.
-                let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-                let next = word.link();
-                match values.next() {
-                    Some(value) => {
-                        let generation = word.generation() + 1;
-                        handles.push(publish(
-                            Acquired {
-                                index,
-                                slot,
-                                generation,
-                            },
-                            value,
-                        ));
-                    }
-                    // The pop counted an insert that does not happen.
-                    None => shared.release(home, index, word.with_link(crate::slot::NIL)),
-                }
-                index = next;
-            }
-            remaining -= taken as usize;
+            handles.push(H::from_handle(publish(slot, value)));
+            inserted += 1;
         }
-        if remaining > 0 {
-            let wanted = remaining.min(u32::MAX as usize) as u32;
-            let Some((start, end)) = shared.reserve_fresh(wanted) else {
-                panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
-            };
-            let mut next = start;
-            if end - start == wanted {
-                // These inserts pop nothing, so count them here.
-                shared.stripes[home].adjust_len(wanted as isize);
-                while next < end {
-                    let Some(value) = values.next() else {
-                        break;
-                    };
-                    let slot = shared.storage.slot(next);
-                    handles.push(publish(
-                        Acquired {
-                            index: next,
-                            slot,
-                            generation: 1,
-                        },
-                        value,
-                    ));
-                    next += 1;
-                }
-                shared.stripes[home].adjust_len(-((end - next) as isize));
-            }
-            // Unused fresh slots go on the free list for later inserts.
-            shared.free_fresh(home, next, end);
-            if end - start < wanted {
-                panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
-            }
-        }
-        // An iterator that yields more than it announced.
-        handles.extend(values.map(|value| self.insert(value)));
     }
 
     /// Whether `handle` refers to a value in the pool right now.
@@ -577,18 +517,16 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert!(pool.get_disjoint_mut([a, a]).is_none());
     /// ```
     pub fn get_disjoint_mut<const N: usize>(&mut self, handles: [H; N]) -> Option<[&mut T; N]> {
-        for (i, handle) in handles.iter().enumerate() {
-            let h = handle.handle();
+        // Each `PoolHandle::handle` is called once and its answer is what we
+        // check and use: a second call might answer differently.
+        let raw = handles.map(PoolHandle::handle);
+        for (i, h) in raw.iter().enumerate() {
             self.shared.occupied_slot(h.index(), h.generation())?;
-            if handles[..i]
-                .iter()
-                .any(|other| other.handle().index() == h.index())
-            {
+            if raw[..i].iter().any(|other| other.index() == h.index()) {
                 return None;
             }
         }
-        Some(handles.map(|handle| {
-            let h = handle.handle();
+        Some(raw.map(|h| {
             let slot = self.shared.storage.slot(h.index());
             // SAFETY: every slot was just seen OCCUPIED and `&mut self` keeps
             // it so; the indices are pairwise distinct, so the references
@@ -838,11 +776,15 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
     /// ```
     pub fn remove_many(&self, handles: &[H]) -> usize {
         let shared = &*self.shared;
-        let home = shared.home();
-        let stripe = &shared.stripes[home];
-        let mut head = crate::slot::NIL;
-        let mut tail = None;
-        let mut count = 0u32;
+        // Joins the stripe's batch when dropped, also if a `handle()` call
+        // (user code) panics part-way: no retired slot is left outside a batch.
+        let mut chain = RetiringChain {
+            shared: &self.shared,
+            home: shared.home(),
+            head: crate::slot::NIL,
+            tail: None,
+            count: 0,
+        };
         for handle in handles {
             let h = handle.handle();
             let Some(slot) = shared.storage.get(h.index()) else {
@@ -852,35 +794,55 @@ impl<T: Send + 'static, H: PoolHandle> HandlePool<T, H> {
             if slot.word.load(Ordering::Relaxed) != expected {
                 continue;
             }
-            if slot.try_retire(h.generation(), head) {
-                head = h.index();
-                tail.get_or_insert((slot, h.generation()));
-                count += 1;
+            if slot.try_retire(h.generation(), chain.head) {
+                chain.head = h.index();
+                chain.tail.get_or_insert((slot, h.generation()));
+                chain.count += 1;
             }
         }
-        let Some((tail, tail_generation)) = tail else {
-            return 0;
+        chain.count as usize
+    }
+}
+
+/// Slots `remove_many` has moved to `RETIRING`, linked `head` → … → tail.
+struct RetiringChain<'a, T: Send + 'static> {
+    shared: &'a Arc<Shared<T>>,
+    home: usize,
+    head: u32,
+    tail: Option<(&'a Slot<T>, u32)>,
+    count: u32,
+}
+
+impl<T: Send + 'static> Drop for RetiringChain<'_, T> {
+    fn drop(&mut self) {
+        let Some((tail, tail_generation)) = self.tail else {
+            return;
         };
         // One push for the whole chain: it joins the stripe's batch, or fills
         // it and goes to the collector with it.
+        let stripe = &self.shared.stripes[self.home];
         let current = stripe.retiring_head();
         tail.word.store(
             SlotWord::retiring(tail_generation, crate::free_list::retiring_link(current)).to_bits(),
             Ordering::Relaxed,
         );
-        let batch = shared.config.batch;
-        if let Some(full) =
-            stripe.push_retiring(&tail.word, tail_generation, head, count, current, batch)
-        {
-            defer_batch(&self.shared, home, full);
+        let batch = self.shared.config.batch;
+        if let Some(full) = stripe.push_retiring(
+            &tail.word,
+            tail_generation,
+            self.head,
+            self.count,
+            current,
+            batch,
+        ) {
+            defer_batch(self.shared, self.home, full);
         }
-        count as usize
     }
 }
 
 /// Writes the value into a slot `acquire` gave us and makes it visible.
 #[inline]
-fn publish<T, H: PoolHandle>(acquired: Acquired<'_, T>, value: T) -> H {
+fn publish<T>(acquired: Acquired<'_, T>, value: T) -> Handle {
     let Acquired {
         index,
         slot,
@@ -894,7 +856,7 @@ fn publish<T, H: PoolHandle>(acquired: Acquired<'_, T>, value: T) -> H {
     // with `remove`'s CAS): the value is written before the handle resolves.
     slot.word
         .store(SlotWord::occupied(generation).to_bits(), Ordering::Release);
-    H::from_handle(Handle::new(index, generation))
+    Handle::new(index, generation)
 }
 
 /// Moves the value out of an OCCUPIED slot under `&mut` and frees the slot.

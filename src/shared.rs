@@ -19,6 +19,82 @@ pub(crate) struct Acquired<'a, T> {
     pub(crate) generation: u32,
 }
 
+/// Slots claimed for a batch insert and not filled yet, owned by the
+/// inserting thread. Dropping it gives back every slot it still holds, so a
+/// batch insert that stops early (its iterator ran out, or panicked) loses
+/// no slot and leaves the length exact.
+pub(crate) struct Claimed<'a, T> {
+    shared: &'a Shared<T>,
+    home: usize,
+    run: Run,
+}
+
+enum Run {
+    /// `count` slots popped off a free list, linked from `next` (the pop
+    /// already counted them as inserts).
+    Popped { next: u32, count: u32 },
+    /// Never-used slots `next..end` (counted as inserts by `claim`).
+    Fresh { next: u32, end: u32 },
+}
+
+impl<'a, T> Claimed<'a, T> {
+    /// The next claimed slot, now the caller's to publish.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<Acquired<'a, T>> {
+        let storage = &self.shared.storage;
+        match &mut self.run {
+            Run::Popped { next, count } if *count > 0 => {
+                let index = *next;
+                let slot = storage.slot(index);
+                // Relaxed: the slot is ours since the pop, whose Acquire made
+                // its word visible; read the link before `publish` overwrites it.
+                let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+                *next = word.link();
+                *count -= 1;
+                Some(Acquired {
+                    index,
+                    slot,
+                    generation: word.generation() + 1,
+                })
+            }
+            Run::Fresh { next, end } if *next < *end => {
+                let index = *next;
+                *next += 1;
+                Some(Acquired {
+                    index,
+                    slot: storage.slot(index),
+                    generation: 1,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<T> Drop for Claimed<'_, T> {
+    fn drop(&mut self) {
+        let shared = self.shared;
+        match self.run {
+            Run::Popped { next, count } if count > 0 => {
+                // Still linked as popped: find the last, push the run back.
+                let mut last = next;
+                for _ in 1..count {
+                    last =
+                        SlotWord::from_bits(shared.storage.slot(last).word.load(Ordering::Relaxed))
+                            .link();
+                }
+                shared.stripes[self.home].adjust_len(-(count as isize));
+                shared.stripes[self.home].push_chain(&shared.storage, Chain { first: next, last });
+            }
+            Run::Fresh { next, end } if next < end => {
+                shared.stripes[self.home].adjust_len(-((end - next) as isize));
+                shared.free_fresh(self.home, next, end);
+            }
+            _ => {}
+        }
+    }
+}
+
 pub(crate) struct Shared<T> {
     pub(crate) storage: Storage<T>,
     pub(crate) stripes: Box<[CachePadded<Stripe>]>,
@@ -185,6 +261,46 @@ impl<T> Shared<T> {
                 slot,
                 generation: word.generation() + 1,
             })
+    }
+
+    /// Claims up to `want` slots (at least one) for a batch insert: a run
+    /// off the home stripe's free list (after reclaiming its released
+    /// batches), else a block of consecutive fresh slots, else any one
+    /// reusable slot the single-insert path can find. `None` when the pool
+    /// is full.
+    pub(crate) fn claim(&self, home: usize, want: u32) -> Option<Claimed<'_, T>> {
+        let want = want.max(1);
+        loop {
+            if let Some((first, count)) = self.stripes[home].pop_chain(&self.storage, want) {
+                return Some(Claimed {
+                    shared: self,
+                    home,
+                    run: Run::Popped { next: first, count },
+                });
+            }
+            if !reclaim_ready(self, home, home) {
+                break;
+            }
+        }
+        if let Some((start, end)) = self.reserve_fresh(want) {
+            // These inserts pop nothing, so the claim counts them (and the
+            // give-back uncounts those left unfilled).
+            self.stripes[home].adjust_len((end - start) as isize);
+            return Some(Claimed {
+                shared: self,
+                home,
+                run: Run::Fresh { next: start, end },
+            });
+        }
+        let single = self.acquire(home)?;
+        Some(Claimed {
+            shared: self,
+            home,
+            run: Run::Popped {
+                next: single.index,
+                count: 1,
+            },
+        })
     }
 
     /// Reserves up to `count` never-used slots with one atomic step, puts
