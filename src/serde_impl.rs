@@ -92,7 +92,10 @@ impl<'de> Deserialize<'de> for Handle {
 }
 
 impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
-    /// One pass over the slots, under one guard; see the [module docs](self).
+    /// One entry per slot handed out, each from one read of its slot under
+    /// one guard: under concurrent inserts and removes, every entry is a
+    /// state its slot had during the call, so a handle removed before the
+    /// call cannot resolve in the restored pool.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let guard = crate::pin();
         let shared = self.shared();
