@@ -36,7 +36,8 @@
 //! for with an entry. A hostile document therefore costs at most a small
 //! multiple of the number of entries it actually contains: the entries are
 //! read one by one (a length the input announces preallocates at most 4096
-//! of them), and the pool allocates at most about `2 * entries + 64` slots.
+//! of them, and at most 64 KiB), kept in a `Vec` until every one is checked,
+//! and the pool then allocates at most `2 * entries + 64` slots.
 //! Generations out of range, more than `MAX_INDEX + 1` entries, unknown,
 //! repeated or missing fields are errors that name the problem.
 //!
