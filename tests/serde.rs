@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -584,9 +584,45 @@ proptest! {
 // ---------------------------------------------------------------------------
 // Serializing while other threads insert and remove.
 
+/// Operations the churning writer has done (only one test uses these two).
+static WRITER_OPS: AtomicU64 = AtomicU64::new(0);
+/// Operations the writer may do so far: the test grants some every round.
+static WRITER_BUDGET: AtomicU64 = AtomicU64::new(0);
+
+/// A value whose serialization waits (briefly) for the writer to do one
+/// more operation, so that serializing a pool interleaves with the churn
+/// however the threads are scheduled.
+struct Paced(u64);
+
+impl Serialize for Paced {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let seen = WRITER_OPS.load(Ordering::Relaxed);
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while WRITER_OPS.load(Ordering::Relaxed) == seen
+            && seen < WRITER_BUDGET.load(Ordering::Relaxed)
+            && start.elapsed() < Duration::from_millis(10)
+        {
+            if spins < 1000 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        serializer.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Paced {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        u64::deserialize(deserializer).map(Paced)
+    }
+}
+
 #[test]
 fn serializing_under_churn_never_lists_a_slot_twice_or_revives_a_stale_handle() {
-    let pool: Arc<HandlePool<u64>> = Arc::new(HandlePool::new());
+    let pool: Arc<HandlePool<Paced>> = Arc::new(HandlePool::new());
     let removed: Arc<Mutex<Vec<Handle>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
@@ -596,12 +632,16 @@ fn serializing_under_churn_never_lists_a_slot_twice_or_revives_a_stale_handle() 
             let mut old: Vec<Handle> = Vec::new();
             let mut rng = 0x9e37_79b9_7f4a_7c15u64;
             while !stop.load(Ordering::Relaxed) {
+                if WRITER_OPS.load(Ordering::Relaxed) >= WRITER_BUDGET.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                    continue;
+                }
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
                 match rng % 8 {
-                    0..=3 if live.len() < 400 => {
-                        live.push(pool.insert_with(|h: Handle| h.to_bits()));
+                    0..=3 if live.len() < 150 => {
+                        live.push(pool.insert_with(|h: Handle| Paced(h.to_bits())));
                     }
                     0..=6 if !live.is_empty() => {
                         let handle = live.swap_remove((rng >> 8) as usize % live.len());
@@ -615,20 +655,25 @@ fn serializing_under_churn_never_lists_a_slot_twice_or_revives_a_stale_handle() 
                     }
                     _ => {}
                 }
+                WRITER_OPS.fetch_add(1, Ordering::Relaxed);
             }
         })
     };
     for round in 0..20 {
-        // Let the writer run between rounds.
-        std::thread::sleep(Duration::from_millis(2));
+        // Enough operations to churn all through the serialization; wait
+        // for the first hundred, so the pool is never found idle.
+        let budget = WRITER_BUDGET.fetch_add(400, Ordering::Relaxed) + 400;
+        while WRITER_OPS.load(Ordering::Relaxed) < budget - 300 {
+            std::thread::yield_now();
+        }
         let stale_before: HashSet<Handle> = removed.lock().unwrap().iter().copied().collect();
         let json = serde_json::to_string(&*pool).unwrap();
-        let restored: HandlePool<u64> = serde_json::from_str(&json)
+        let restored: HandlePool<Paced> = serde_json::from_str(&json)
             .unwrap_or_else(|error| panic!("round {round}: the document does not load: {error}"));
         let guard = pin();
         for (handle, value) in restored.iter(&guard) {
             assert_eq!(
-                *value,
+                value.0,
                 handle.to_bits(),
                 "round {round}: a value under the wrong handle"
             );
@@ -641,7 +686,7 @@ fn serializing_under_churn_never_lists_a_slot_twice_or_revives_a_stale_handle() 
             );
         }
         for _ in 0..restored.slots_used() + 16 {
-            let handle = restored.insert(0);
+            let handle = restored.insert(Paced(0));
             assert!(
                 !stale_before.contains(&handle),
                 "round {round}: insert gave stale {handle:?}"
