@@ -535,85 +535,77 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         }))
     }
 
-    /// Gives an empty pool these slots: `live` values under their handles,
-    /// `vacant` slots with the generation of their last occupant (retired if
-    /// at the limit); any other slot below the highest index is fresh.
+    /// Gives an empty pool exactly `entries.len()` slots, slot `i` as entry
+    /// `i` says: a live value under its generation, or vacant with the
+    /// generation of its last occupant (retired if at the limit). Every
+    /// entry is checked before anything is written, so on error the values
+    /// are still in `entries` and dropped with it, and the pool stays empty.
+    ///
+    /// Allocates the slots themselves only: at most about `2 * len + 64`.
+    ///
+    /// # Errors
+    /// The first entry [`Shared::check_entry`] rejects.
+    ///
+    /// # Panics
+    /// If the pool has ever handed out a slot.
     #[cfg(feature = "serde")]
     pub(crate) fn restore(
         &mut self,
-        live: Vec<(Handle, T)>,
-        vacant: &[(u32, u32)],
-    ) -> Result<(), &'static str> {
+        entries: Vec<crate::slot::SlotEntry<T>>,
+    ) -> Result<(), crate::shared::RestoreError> {
+        use crate::slot::SlotEntry;
+
         let shared = &*self.shared;
         assert_eq!(shared.used_slots(), 0, "restore needs an empty pool");
-        let end = live
-            .iter()
-            .map(|(h, _)| h.index())
-            .chain(vacant.iter().map(|&(index, _)| index))
-            .max()
-            .map_or(0, |max| max as u64 + 1);
-        if vacant.iter().any(|&(index, generation)| {
-            index > crate::MAX_INDEX || generation > shared.config.max_generation
-        }) || live
-            .iter()
-            .any(|(h, _)| h.generation() > shared.config.max_generation)
-        {
-            return Err("a slot index or generation is out of range");
+        for (index, entry) in entries.iter().enumerate() {
+            shared.check_entry(index, entry)?;
         }
-        // Mark every slot first, so duplicates are caught before any value is written.
-        let mut seen = vec![false; end as usize];
-        for index in live
-            .iter()
-            .map(|(h, _)| h.index())
-            .chain(vacant.iter().map(|&(i, _)| i))
-        {
-            if core::mem::replace(&mut seen[index as usize], true) {
-                return Err("a slot index appears twice");
-            }
-        }
-        if end == 0 {
+        // Checked above: every index is below `max_slots`, a `u32`.
+        let count = entries.len() as u32;
+        if count == 0 {
             return Ok(());
         }
-        let Some((0, reserved)) = shared.reserve_fresh(end as u32) else {
-            return Err("too many slots");
+        let Some((0, reserved)) = shared.reserve_fresh(count) else {
+            unreachable!("an empty pool reserves from slot 0");
         };
-        debug_assert_eq!(reserved as u64, end);
+        debug_assert_eq!(reserved, count);
         let max_generation = shared.config.max_generation;
-        for &(index, generation) in vacant {
-            let word = SlotWord::vacated(generation, crate::slot::NIL, max_generation);
-            shared
-                .storage
-                .slot(index)
-                .word
-                .store(word.to_bits(), Ordering::Relaxed);
-        }
-        let count = live.len();
-        for (handle, value) in live {
-            let slot = shared.storage.slot(handle.index());
-            // SAFETY: `&mut self` is exclusive and the slot is fresh: it holds
-            // no value, and each index was checked to appear once.
-            unsafe { slot.write_value(value) };
-            slot.word.store(
-                SlotWord::occupied(handle.generation()).to_bits(),
-                Ordering::Relaxed,
-            );
-        }
-        // Free slots (fresh or vacant below the limit) go on the free list.
-        let home = shared.home();
-        for index in (0..end as u32).rev() {
-            let word = SlotWord::from_bits(shared.storage.slot(index).word.load(Ordering::Relaxed));
-            if word.state() == State::Free {
-                shared.stripes[home].push_chain(
-                    &shared.storage,
-                    crate::free_list::Chain {
-                        first: index,
-                        last: index,
-                    },
-                );
+        let mut live = 0isize;
+        // FREE slots, linked in index order: built back to front.
+        let mut free: Option<crate::free_list::Chain> = None;
+        for (index, entry) in entries.into_iter().enumerate().rev() {
+            let index = index as u32;
+            let slot = shared.storage.slot(index);
+            match entry {
+                SlotEntry::Live(generation, value) => {
+                    // SAFETY: `&mut self` is exclusive and the slot was just
+                    // reserved fresh: it holds no value and no one else sees it.
+                    unsafe { slot.write_value(value) };
+                    // Relaxed: whoever gets this pool gets it through `&mut`
+                    // or a move, which orders these writes before their reads.
+                    slot.word
+                        .store(SlotWord::occupied(generation).to_bits(), Ordering::Relaxed);
+                    live += 1;
+                }
+                SlotEntry::Vacant(generation) => {
+                    let next = free.map_or(crate::slot::NIL, |chain| chain.first);
+                    let word = SlotWord::vacated(generation, next, max_generation);
+                    slot.word.store(word.to_bits(), Ordering::Relaxed);
+                    if word.state() == State::Free {
+                        free = Some(crate::free_list::Chain {
+                            first: index,
+                            last: free.map_or(index, |chain| chain.last),
+                        });
+                    }
+                }
             }
         }
-        // No pops for the live values either.
-        shared.stripes[home].adjust_len(count as isize);
+        let home = shared.home();
+        if let Some(chain) = free {
+            shared.stripes[home].push_chain(&shared.storage, chain);
+        }
+        // The length counts pops; the live values came without any.
+        shared.stripes[home].adjust_len(live);
         Ok(())
     }
 

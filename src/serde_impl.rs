@@ -1,23 +1,82 @@
 //! `serde` support (feature `serde`).
 //!
-//! A handle serialises as its 64-bit value ([`Handle::to_bits`]) and
-//! deserialising rejects bits no insert could produce. A pool serialises as
-//! a struct of two sequences: `live`, its `(handle, value)` pairs, and
-//! `vacant`, the `(index, generation)` of every other slot that was ever
-//! used. Deserialising builds a pool in which exactly the live handles
-//! resolve; the vacant slots keep their generations (and retired slots stay
-//! retired), so every handle that was stale before stays stale.
+//! # Handles
+//!
+//! A handle serializes as its 64-bit value ([`Handle::to_bits`]), and
+//! deserializing rejects bits no insert could produce. Handle types made
+//! with [`new_handle_type!`](crate::new_handle_type) do the same.
+//!
+//! # Pools
+//!
+//! A pool serializes as a struct `HandlePool` with one field, `slots`: a
+//! sequence with one entry for every slot the pool has handed out, in index
+//! order, so that entry `i` is slot `i`. An entry is an enum with two
+//! variants:
+//!
+//! - `Vacant(generation)`: no value; `generation` is that of the slot's last
+//!   occupant (0 if it never had one);
+//! - `Live(generation, value)`: the handle `(i, generation)` resolves to
+//!   `value`.
+//!
+//! In JSON, a pool with `"a"` and `"c"` live and the value between them
+//! removed reads `{"slots":[{"Live":[1,"a"]},{"Vacant":1},{"Live":[1,"c"]}]}`.
+//! Binary formats (bincode, postcard) get the struct as a one-element tuple
+//! and the sequence with its length up front.
+//!
+//! Deserializing gives a pool with exactly these slots: the live handles
+//! resolve, every vacant slot keeps its generation (a slot at the
+//! generation limit stays retired), so a handle that was stale in the
+//! serialized pool stays stale in the restored one, and later inserts never
+//! hand it out again.
+//!
+//! ## Why one entry per slot
+//!
+//! The position of an entry is its index, so a document cannot list a slot
+//! twice, cannot leave one out, and cannot name an index it does not pay
+//! for with an entry. A hostile document therefore costs at most a small
+//! multiple of the number of entries it actually contains: the entries are
+//! read one by one (a length the input announces preallocates at most 4096
+//! of them, and at most 64 KiB), kept in a `Vec` until every one is checked,
+//! and the pool then allocates at most `2 * entries + 64` slots.
+//! Generations out of range, more than `MAX_INDEX + 1` entries, unknown,
+//! repeated or missing fields are errors that name the problem.
+//!
+//! ## Serializing a pool other threads are changing
+//!
+//! Serializing reads `used_slots` once, then each slot's word exactly once,
+//! under one guard that keeps every value it shows alive even if another
+//! thread removes it meanwhile. Each entry is thus a state its slot
+//! actually had during the call, and a handle removed before the call began
+//! cannot resolve in the restored pool. Different slots may be read at
+//! different moments, as with [`HandlePool::iter`].
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess,
+    VariantAccess, Visitor,
+};
+use serde::ser::{SerializeSeq, SerializeStruct, SerializeTupleVariant, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::handle::{Handle, PoolHandle};
 use crate::pool::HandlePool;
-use crate::slot::{SlotWord, State};
-use crate::sync::Ordering;
+use crate::shared::Shared;
+use crate::slot::SlotEntry;
+
+/// The name of the pool struct in the serde data model.
+const POOL: &str = "HandlePool";
+/// Its one field.
+const FIELDS: &[&str] = &["slots"];
+/// The name of the entry enum in the serde data model.
+const ENTRY: &str = "Slot";
+/// Its variants, in variant-index order.
+const VARIANTS: &[&str] = &["Vacant", "Live"];
+/// The most entries a length announced by the input may preallocate.
+const MAX_PREALLOCATED_ENTRIES: usize = 4096;
+/// The most bytes a length announced by the input may preallocate.
+const MAX_PREALLOCATED_BYTES: usize = 64 * 1024;
 
 impl Serialize for Handle {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -33,83 +92,289 @@ impl<'de> Deserialize<'de> for Handle {
     }
 }
 
-/// Serialises the `live` entries of a pool (pinning while it reads them).
-struct Live<'a, T, H>(&'a HandlePool<T, H>);
-
-impl<T: Serialize, H: PoolHandle> Serialize for Live<'_, T, H> {
+impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
+    /// One entry per slot handed out, each from one read of its slot under
+    /// one guard: under concurrent inserts and removes, every entry is a
+    /// state its slot had during the call, so a handle removed before the
+    /// call cannot resolve in the restored pool.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let guard = crate::pin();
-        serializer.collect_seq(
-            self.0
-                .iter(&guard)
-                .map(|(handle, value)| (handle.handle(), value)),
-        )
-    }
-}
-
-/// Serialises the `vacant` slots of a pool: every slot ever used that holds
-/// no live value, with the generation a stale handle to it may carry.
-struct Vacant<'a, T, H>(&'a HandlePool<T, H>);
-
-impl<T, H: PoolHandle> Serialize for Vacant<'_, T, H> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let shared = self.0.shared();
-        serializer.collect_seq(shared.storage.slots(shared.used_slots()).filter_map(
-            |(index, slot)| {
-                let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-                let vacant = word.state() != State::Occupied && word.generation() > 0;
-                vacant.then_some((index, word.generation()))
+        let shared = self.shared();
+        // At most `max_slots`, a `u32`.
+        let len = shared.used_slots() as u32;
+        let mut state = serializer.serialize_struct(POOL, FIELDS.len())?;
+        state.serialize_field(
+            FIELDS[0],
+            &Slots {
+                shared,
+                len,
+                guard: &guard,
             },
-        ))
+        )?;
+        state.end()
     }
 }
 
-impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
-    /// Under concurrent inserts and removes, every live entry written was
-    /// live at the moment its slot was read (as for [`HandlePool::iter`]).
+/// The `slots` sequence of a pool being serialized: exactly `len` entries.
+struct Slots<'a, T> {
+    shared: &'a Shared<T>,
+    len: u32,
+    guard: &'a crate::Guard,
+}
+
+impl<T: Serialize> Serialize for Slots<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut state = serializer.serialize_struct("HandlePool", 2)?;
-        state.serialize_field("live", &Live(self))?;
-        state.serialize_field("vacant", &Vacant(self))?;
-        state.end()
+        let mut seq = serializer.serialize_seq(Some(self.len as usize))?;
+        for index in 0..self.len {
+            seq.serialize_element(&self.shared.read_slot(index, self.guard))?;
+        }
+        seq.end()
+    }
+}
+
+impl<V: Serialize> Serialize for SlotEntry<V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SlotEntry::Vacant(generation) => {
+                serializer.serialize_newtype_variant(ENTRY, 0, VARIANTS[0], generation)
+            }
+            SlotEntry::Live(generation, value) => {
+                let mut variant = serializer.serialize_tuple_variant(ENTRY, 1, VARIANTS[1], 2)?;
+                variant.serialize_field(generation)?;
+                variant.serialize_field(value)?;
+                variant.end()
+            }
+        }
     }
 }
 
 impl<'de, T: Deserialize<'de>, H: PoolHandle> Deserialize<'de> for HandlePool<T, H> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct PoolVisitor<T, H>(PhantomData<fn() -> (T, H)>);
+        deserializer.deserialize_struct(POOL, FIELDS, PoolVisitor(PhantomData))
+    }
+}
 
-        impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for PoolVisitor<T, H> {
-            type Value = HandlePool<T, H>;
+/// Reads the pool struct, as a map (self-describing formats) or as a
+/// one-element sequence (bincode, postcard, or any format given a tuple).
+struct PoolVisitor<T, H>(PhantomData<fn() -> (T, H)>);
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(
-                    "a handle pool: { live: [(handle, value)], vacant: [(index, generation)] }",
-                )
-            }
+impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for PoolVisitor<T, H> {
+    type Value = HandlePool<T, H>;
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut live: Option<Vec<(Handle, T)>> = None;
-                let mut vacant: Option<Vec<(u32, u32)>> = None;
-                while let Some(key) = map.next_key::<&str>()? {
-                    match key {
-                        "live" if live.is_none() => live = Some(map.next_value()?),
-                        "vacant" if vacant.is_none() => vacant = Some(map.next_value()?),
-                        "live" | "vacant" => {
-                            return Err(de::Error::duplicate_field("live or vacant"))
-                        }
-                        other => return Err(de::Error::unknown_field(other, &["live", "vacant"])),
-                    }
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a handle pool: struct HandlePool { slots: [Vacant(generation) or Live(generation, value)] }")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut pool = HandlePool::with_handle_type();
+        let mut entries = None;
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Slots if entries.is_some() => {
+                    return Err(de::Error::duplicate_field(FIELDS[0]))
                 }
-                let live = live.ok_or_else(|| de::Error::missing_field("live"))?;
-                let vacant = vacant.unwrap_or_default();
-                let mut pool = HandlePool::with_handle_type();
-                pool.restore(live, &vacant).map_err(de::Error::custom)?;
-                Ok(pool)
+                Field::Slots => entries = Some(map.next_value_seed(SlotsSeed(&pool))?),
             }
         }
+        let entries = entries.ok_or_else(|| de::Error::missing_field(FIELDS[0]))?;
+        pool.restore(entries).map_err(de::Error::custom)?;
+        Ok(pool)
+    }
 
-        deserializer.deserialize_struct("HandlePool", &["live", "vacant"], PoolVisitor(PhantomData))
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut pool = HandlePool::with_handle_type();
+        let entries = seq
+            .next_element_seed(SlotsSeed(&pool))?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::invalid_length(2, &self));
+        }
+        pool.restore(entries).map_err(de::Error::custom)?;
+        Ok(pool)
+    }
+}
+
+/// The pool struct's field names.
+enum Field {
+    Slots,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(FieldVisitor)
+    }
+}
+
+struct FieldVisitor;
+
+impl Visitor<'_> for FieldVisitor {
+    type Value = Field;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the field `slots`")
+    }
+
+    fn visit_u64<E: de::Error>(self, index: u64) -> Result<Field, E> {
+        match index {
+            0 => Ok(Field::Slots),
+            _ => Err(de::Error::invalid_value(
+                de::Unexpected::Unsigned(index),
+                &"field index 0",
+            )),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<Field, E> {
+        match name {
+            "slots" => Ok(Field::Slots),
+            _ => Err(de::Error::unknown_field(name, FIELDS)),
+        }
+    }
+
+    fn visit_bytes<E: de::Error>(self, name: &[u8]) -> Result<Field, E> {
+        match name {
+            b"slots" => Ok(Field::Slots),
+            _ => Err(de::Error::unknown_field(
+                &String::from_utf8_lossy(name),
+                FIELDS,
+            )),
+        }
+    }
+}
+
+/// Reads the `slots` sequence entry by entry, checking each against the
+/// pool it is for as soon as it is read.
+struct SlotsSeed<'a, T, H>(&'a HandlePool<T, H>);
+
+impl<'de, T: Deserialize<'de>, H: PoolHandle> DeserializeSeed<'de> for SlotsSeed<'_, T, H> {
+    type Value = Vec<SlotEntry<T>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for SlotsSeed<'_, T, H> {
+    type Value = Vec<SlotEntry<T>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence of slot entries")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let shared = self.0.shared();
+        // Never trust an announced length: it only saves a few reallocations.
+        let mut entries = Vec::with_capacity(cautious_capacity::<SlotEntry<T>>(seq.size_hint()));
+        while let Some(entry) = seq.next_element::<SlotEntry<T>>()? {
+            shared
+                .check_entry(entries.len(), &entry)
+                .map_err(de::Error::custom)?;
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}
+
+/// How many `E`s to preallocate for a sequence whose length the input
+/// claims: never more than a few pages, whatever it claims.
+fn cautious_capacity<E>(hint: Option<usize>) -> usize {
+    let by_size = MAX_PREALLOCATED_BYTES / core::mem::size_of::<E>().max(1);
+    hint.unwrap_or(0).min(MAX_PREALLOCATED_ENTRIES).min(by_size)
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for SlotEntry<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_enum(ENTRY, VARIANTS, EntryVisitor(PhantomData))
+    }
+}
+
+struct EntryVisitor<V>(PhantomData<fn() -> V>);
+
+impl<'de, V: Deserialize<'de>> Visitor<'de> for EntryVisitor<V> {
+    type Value = SlotEntry<V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a slot entry: Vacant(generation) or Live(generation, value)")
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+        match data.variant::<Variant>()? {
+            (Variant::Vacant, access) => Ok(SlotEntry::Vacant(access.newtype_variant()?)),
+            (Variant::Live, access) => access.tuple_variant(2, LiveVisitor(PhantomData)),
+        }
+    }
+}
+
+/// The entry enum's variant names.
+enum Variant {
+    Vacant,
+    Live,
+}
+
+impl<'de> Deserialize<'de> for Variant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(VariantVisitor)
+    }
+}
+
+struct VariantVisitor;
+
+impl Visitor<'_> for VariantVisitor {
+    type Value = Variant;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("`Vacant` or `Live`")
+    }
+
+    fn visit_u64<E: de::Error>(self, index: u64) -> Result<Variant, E> {
+        match index {
+            0 => Ok(Variant::Vacant),
+            1 => Ok(Variant::Live),
+            _ => Err(de::Error::invalid_value(
+                de::Unexpected::Unsigned(index),
+                &"variant index 0 or 1",
+            )),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<Variant, E> {
+        match name {
+            "Vacant" => Ok(Variant::Vacant),
+            "Live" => Ok(Variant::Live),
+            _ => Err(de::Error::unknown_variant(name, VARIANTS)),
+        }
+    }
+
+    fn visit_bytes<E: de::Error>(self, name: &[u8]) -> Result<Variant, E> {
+        match name {
+            b"Vacant" => Ok(Variant::Vacant),
+            b"Live" => Ok(Variant::Live),
+            _ => Err(de::Error::unknown_variant(
+                &String::from_utf8_lossy(name),
+                VARIANTS,
+            )),
+        }
+    }
+}
+
+/// The fields of a `Live` entry: generation, then value.
+struct LiveVisitor<V>(PhantomData<fn() -> V>);
+
+impl<'de, V: Deserialize<'de>> Visitor<'de> for LiveVisitor<V> {
+    type Value = SlotEntry<V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a live entry: (generation, value)")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let generation = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let value = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        Ok(SlotEntry::Live(generation, value))
     }
 }
 

@@ -7,6 +7,8 @@ use crate::config::Config;
 use crate::free_list::{Chain, Stripe};
 use crate::reclaim::{advance_epoch, reclaim_ready};
 use crate::slot::{Slot, SlotWord};
+#[cfg(feature = "serde")]
+use crate::slot::{SlotEntry, State};
 use crate::storage::Storage;
 use crate::sync::{thread_stripe_hint, yield_now, AtomicIsize, AtomicU64, Ordering};
 
@@ -400,6 +402,115 @@ impl<T> Shared<T> {
         // `insert`, so its value is visible once the word matches.
         let word = slot.word.load(Ordering::Acquire);
         (word == SlotWord::occupied(generation).to_bits()).then_some(slot)
+    }
+}
+
+/// Why a list of slot entries cannot become a pool.
+#[cfg(feature = "serde")]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RestoreError {
+    /// More entries than the pool may have slots.
+    TooManySlots { max: u32 },
+    /// A live entry whose generation no insert could have given.
+    LiveGeneration {
+        index: usize,
+        generation: u32,
+        max: u32,
+    },
+    /// A vacant entry whose generation does not fit a slot word.
+    VacantGeneration { index: usize, generation: u32 },
+}
+
+#[cfg(feature = "serde")]
+impl core::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            RestoreError::TooManySlots { max } => {
+                write!(f, "more than {max} slot entries (a pool has at most {max} slots)")
+            }
+            RestoreError::LiveGeneration {
+                index,
+                generation,
+                max,
+            } => write!(
+                f,
+                "slot {index}: live entry with generation {generation} (live generations are 1..={max})"
+            ),
+            RestoreError::VacantGeneration { index, generation } => write!(
+                f,
+                "slot {index}: vacant entry with generation {generation} (generations are at most {})",
+                crate::handle::MAX_GENERATION
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<T> Shared<T> {
+    /// What slot `index` holds, from one load of its word: every entry is a
+    /// state the slot actually had. A live value is borrowed for as long as
+    /// `guard` stays pinned, even if another thread removes it meanwhile.
+    ///
+    /// # Panics
+    /// If `guard` does not pin the collector reclamation defers on.
+    pub(crate) fn read_slot<'a>(
+        &'a self,
+        index: u32,
+        guard: &'a crossbeam_epoch::Guard,
+    ) -> SlotEntry<&'a T> {
+        assert!(
+            guard.collector() == Some(&self.collector),
+            "read_slot needs a guard from handle_pool::pin()"
+        );
+        let Some(slot) = self.storage.get(index) else {
+            // Reserved, bucket not allocated yet: never occupied.
+            return SlotEntry::Vacant(0);
+        };
+        // Acquire pairs with the Release store in `publish`: once the word
+        // says OCCUPIED, the value written before it is visible.
+        let word = SlotWord::from_bits(slot.word.load(Ordering::Acquire));
+        if word.state() == State::Occupied {
+            // SAFETY: the word was OCCUPIED, so the value is initialised. The
+            // guard (of the default collector, checked above) was pinned
+            // before that load, so a removal from now on defers the drop
+            // until the guard is dropped; exclusive removals need `&mut` on
+            // the pool, which our `&'a self` borrow rules out. The storage
+            // lives as long as `&'a self`.
+            SlotEntry::Live(word.generation(), unsafe { slot.value_ref() })
+        } else {
+            SlotEntry::Vacant(word.generation())
+        }
+    }
+
+    /// Checks that entry `index` of a list could describe slot `index` of
+    /// this pool.
+    ///
+    /// # Errors
+    /// An index at or above `max_slots`; a live generation outside
+    /// `1..=max_generation`; a vacant generation above `MAX_GENERATION`.
+    pub(crate) fn check_entry<V>(
+        &self,
+        index: usize,
+        entry: &SlotEntry<V>,
+    ) -> Result<(), RestoreError> {
+        let max_slots = self.config.max_slots;
+        if index >= max_slots as usize {
+            return Err(RestoreError::TooManySlots { max: max_slots });
+        }
+        let max = self.config.max_generation;
+        match *entry {
+            SlotEntry::Live(generation, _) if generation == 0 || generation > max => {
+                Err(RestoreError::LiveGeneration {
+                    index,
+                    generation,
+                    max,
+                })
+            }
+            SlotEntry::Vacant(generation) if generation > crate::handle::MAX_GENERATION => {
+                Err(RestoreError::VacantGeneration { index, generation })
+            }
+            _ => Ok(()),
+        }
     }
 }
 

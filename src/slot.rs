@@ -152,6 +152,18 @@ impl core::fmt::Debug for SlotWord {
     }
 }
 
+/// One slot as a serialized pool lists it: the state one load of its word
+/// showed, without the link (lists are rebuilt on restore).
+#[cfg(feature = "serde")]
+pub(crate) enum SlotEntry<V> {
+    /// Any state but `OCCUPIED`, with the generation of the slot's last
+    /// occupant (0 if it never had one). A slot whose bucket is not
+    /// allocated yet is `Vacant(0)`.
+    Vacant(u32),
+    /// `OCCUPIED(g)` and its value: the handle `(index, g)` resolves.
+    Live(u32, V),
+}
+
 /// One slot of the pool.
 pub(crate) struct Slot<T> {
     /// The state word; see the module docs.

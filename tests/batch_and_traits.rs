@@ -1,7 +1,7 @@
-//! Batch operations, the collection traits and serde, checked against the
-//! reference table and by value.
+//! Batch operations and the collection traits, checked against the
+//! reference table and by value (serde has its own file, `serde.rs`).
 
-use handle_pool::{new_handle_type, pin, Handle, HandlePool, ReferenceTable};
+use handle_pool::{pin, Handle, HandlePool, ReferenceTable};
 use proptest::prelude::*;
 
 #[test]
@@ -153,42 +153,6 @@ proptest! {
             }
         }
     }
-}
-
-new_handle_type! {
-    /// A typed handle for the serde test.
-    struct Entity;
-}
-
-#[cfg(feature = "serde")]
-#[test]
-fn serde_round_trip_keeps_live_handles_and_stale_ones_stale() {
-    let pool: HandlePool<String, Entity> = HandlePool::with_handle_type();
-    let a = pool.insert("a".into());
-    let b = pool.insert("b".into());
-    let c = pool.insert("c".into());
-    pool.remove(b);
-    let json = serde_json::to_string(&pool).unwrap();
-    let restored: HandlePool<String, Entity> = serde_json::from_str(&json).unwrap();
-    assert_eq!(restored.len(), 2);
-    assert_eq!(restored.get_cloned(a).as_deref(), Some("a"));
-    assert_eq!(restored.get_cloned(c).as_deref(), Some("c"));
-    assert!(!restored.contains(b));
-    // Reusing b's slot gives a new generation: b stays stale.
-    let mut seen = std::collections::HashMap::new();
-    for i in 0..10 {
-        let h = restored.insert(format!("new{i}"));
-        assert_ne!(h, b);
-        seen.insert(h, i);
-    }
-    assert!(!restored.contains(b));
-    let handle_json = serde_json::to_string(&a).unwrap();
-    assert_eq!(serde_json::from_str::<Entity>(&handle_json).unwrap(), a);
-    assert!(serde_json::from_str::<Handle>("0").is_err());
-    assert!(serde_json::from_str::<HandlePool<u8>>(
-        r#"{"live":[[4294967297,1],[4294967297,2]],"vacant":[]}"#
-    )
-    .is_err());
 }
 
 /// An iterator whose `size_hint` claims an exact length it does not have.
