@@ -7,11 +7,12 @@
 
 use core::iter::FusedIterator;
 
-use crate::handle::{Handle, PoolHandle};
+use core::marker::PhantomData;
+
+use crate::handle::PoolHandle;
 use crate::iter::IterMut;
-use crate::pool::{take_exclusive, HandlePool};
-use crate::slot::{SlotWord, State};
-use crate::sync::Ordering;
+use crate::pool::HandlePool;
+use crate::raw::IntoEntries;
 
 impl<T, H: PoolHandle> FromIterator<T> for HandlePool<T, H> {
     /// A pool holding the values, inserted as one batch.
@@ -73,9 +74,8 @@ impl<T, H: PoolHandle> IntoIterator for HandlePool<T, H> {
     /// ```
     fn into_iter(self) -> Self::IntoIter {
         IntoIter {
-            end: self.used_slots(),
-            pool: self,
-            next: 0,
+            entries: self.into_raw().into_entries(),
+            _handle: PhantomData,
         }
     }
 }
@@ -99,30 +99,16 @@ impl<T, H: PoolHandle> IntoIterator for HandlePool<T, H> {
 /// assert_send(pool.into_iter());
 /// ```
 pub struct IntoIter<T, H: PoolHandle> {
-    pool: HandlePool<T, H>,
-    next: u64,
-    end: u64,
+    entries: IntoEntries<T>,
+    _handle: PhantomData<fn() -> H>,
 }
 
 impl<T, H: PoolHandle> Iterator for IntoIter<T, H> {
     type Item = (H, T);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let shared = self.pool.shared();
-        while self.next < self.end {
-            let index = self.next as u32;
-            self.next += 1;
-            let Some(slot) = shared.storage.get(index) else {
-                continue;
-            };
-            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            if word.state() == State::Occupied {
-                // SAFETY: the slot is OCCUPIED and the iterator owns the pool.
-                let value = unsafe { take_exclusive(shared, index) };
-                return Some((H::from_handle(Handle::new(index, word.generation())), value));
-            }
-        }
-        None
+        let (handle, value) = self.entries.next()?;
+        Some((H::from_handle(handle), value))
     }
 }
 

@@ -38,6 +38,7 @@ impl Default for Config {
 impl Config {
     /// A tiny configuration for model checks: buckets of 1, 2, 4… slots, one
     /// fresh slot at a time, batches of `batch`, generation limit `max_generation`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn tiny(max_generation: u32, batch: u32) -> Self {
         Config {
             first_bucket_shift: 0,

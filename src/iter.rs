@@ -3,31 +3,8 @@
 use core::iter::FusedIterator;
 use core::marker::PhantomData;
 
-use crate::handle::{Handle, PoolHandle};
-use crate::pool::take_exclusive;
-use crate::shared::Shared;
-use crate::slot::{Slot, SlotWord, State};
-use crate::storage::Slots;
-use crate::sync::Ordering;
-
-/// The next occupied slot from `slots`, with its raw handle.
-///
-/// The raw handle is what the iterators act on; the typed handle they yield
-/// is made from it with `H::from_handle` and never read back, so a
-/// `PoolHandle` implementation that does not round-trip cannot steer them.
-#[inline]
-fn next_occupied<'a, T>(
-    slots: &mut Slots<'a, T>,
-    order: Ordering,
-) -> Option<(Handle, &'a Slot<T>)> {
-    for (index, slot) in slots.by_ref() {
-        let word = SlotWord::from_bits(slot.word.load(order));
-        if word.state() == State::Occupied {
-            return Some((Handle::new(index, word.generation()), slot));
-        }
-    }
-    None
-}
+use crate::handle::PoolHandle;
+use crate::raw::{Drained, Entries, EntriesMut};
 
 /// Iterator over `(handle, &value)`, from [`HandlePool::iter`](crate::HandlePool::iter).
 ///
@@ -50,14 +27,14 @@ fn next_occupied<'a, T>(
 /// assert_send(pool.iter(&guard));
 /// ```
 pub struct Iter<'g, T, H> {
-    slots: Slots<'g, T>,
+    entries: Entries<'g, T>,
     _handle: PhantomData<fn() -> H>,
 }
 
 impl<'g, T, H> Iter<'g, T, H> {
-    pub(crate) fn new(shared: &'g Shared<T>) -> Self {
+    pub(crate) fn new(entries: Entries<'g, T>) -> Self {
         Iter {
-            slots: shared.storage.slots(shared.used_slots()),
+            entries,
             _handle: PhantomData,
         }
     }
@@ -67,12 +44,10 @@ impl<'g, T, H: PoolHandle> Iterator for Iter<'g, T, H> {
     type Item = (H, &'g T);
 
     fn next(&mut self) -> Option<Self::Item> {
-        // Acquire pairs with the Release store that published each occupant.
-        let (handle, slot) = next_occupied(&mut self.slots, Ordering::Acquire)?;
-        // SAFETY: the word was OCCUPIED, so the value is initialised; the
-        // caller's guard (checked by `HandlePool::iter`, borrowed for 'g) was
-        // pinned before the load, so the value outlives 'g even if removed.
-        Some((H::from_handle(handle), unsafe { slot.value_ref() }))
+        // The typed handle is made from the raw one and never read back, so
+        // a `PoolHandle` that does not round-trip cannot steer the iteration.
+        let (handle, value) = self.entries.next()?;
+        Some((H::from_handle(handle), value))
     }
 }
 
@@ -97,14 +72,14 @@ impl<T, H: PoolHandle> FusedIterator for Iter<'_, T, H> {}
 /// assert_send(pool.iter_mut());
 /// ```
 pub struct IterMut<'a, T, H> {
-    slots: Slots<'a, T>,
+    entries: EntriesMut<'a, T>,
     _handle: PhantomData<fn() -> H>,
 }
 
 impl<'a, T, H> IterMut<'a, T, H> {
-    pub(crate) fn new(shared: &'a Shared<T>) -> Self {
+    pub(crate) fn new(entries: EntriesMut<'a, T>) -> Self {
         IterMut {
-            slots: shared.storage.slots(shared.used_slots()),
+            entries,
             _handle: PhantomData,
         }
     }
@@ -114,25 +89,12 @@ impl<'a, T, H: PoolHandle> Iterator for IterMut<'a, T, H> {
     type Item = (H, &'a mut T);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, slot) = next_occupied(&mut self.slots, Ordering::Relaxed)?;
-        // SAFETY: OCCUPIED means initialised; the iterator borrows the pool
-        // mutably for 'a and visits each slot once, so the references are
-        // unique.
-        Some((H::from_handle(handle), unsafe { slot.value_mut() }))
+        let (handle, value) = self.entries.next()?;
+        Some((H::from_handle(handle), value))
     }
 }
 
 impl<T, H: PoolHandle> FusedIterator for IterMut<'_, T, H> {}
-
-// SAFETY: an `IterMut` is a `&mut` borrow of the pool handing out `&mut T`,
-// one per slot: sending it sends those `&mut T`, which needs `T: Send`, as
-// for `std::slice::IterMut`. Its own state is a cursor and a shared borrow of
-// the storage's bucket pointers, which it only loads.
-unsafe impl<T: Send, H> Send for IterMut<'_, T, H> {}
-
-// SAFETY: through `&IterMut` nothing can be reached (`next` needs `&mut`),
-// but `Sync` follows `&mut T`'s rule, `T: Sync`, as for `std::slice::IterMut`.
-unsafe impl<T: Sync, H> Sync for IterMut<'_, T, H> {}
 
 /// Draining iterator over `(handle, value)`, from [`HandlePool::drain`](crate::HandlePool::drain).
 ///
@@ -155,16 +117,14 @@ unsafe impl<T: Sync, H> Sync for IterMut<'_, T, H> {}
 /// assert_send(pool.drain());
 /// ```
 pub struct Drain<'a, T, H: PoolHandle> {
-    shared: &'a Shared<T>,
-    slots: Slots<'a, T>,
+    drained: Drained<'a, T>,
     _handle: PhantomData<fn() -> H>,
 }
 
 impl<'a, T, H: PoolHandle> Drain<'a, T, H> {
-    pub(crate) fn new(shared: &'a Shared<T>) -> Self {
+    pub(crate) fn new(drained: Drained<'a, T>) -> Self {
         Drain {
-            shared,
-            slots: shared.storage.slots(shared.used_slots()),
+            drained,
             _handle: PhantomData,
         }
     }
@@ -174,27 +134,9 @@ impl<T, H: PoolHandle> Iterator for Drain<'_, T, H> {
     type Item = (H, T);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, _) = next_occupied(&mut self.slots, Ordering::Relaxed)?;
-        // SAFETY: the slot is OCCUPIED and the drain borrows the pool mutably.
-        let value = unsafe { take_exclusive(self.shared, handle.index()) };
+        let (handle, value) = self.drained.next()?;
         Some((H::from_handle(handle), value))
     }
 }
 
 impl<T, H: PoolHandle> FusedIterator for Drain<'_, T, H> {}
-
-// SAFETY: a `Drain` borrows the pool mutably and moves values out of it:
-// sending it sends those values, which needs `T: Send` (as for
-// `std::vec::Drain`). What else it touches, the slot words and a stripe's
-// free list, are atomics the pool shares between threads anyway.
-unsafe impl<T: Send, H: PoolHandle> Send for Drain<'_, T, H> {}
-
-// SAFETY: `&Drain` reaches nothing (`next` needs `&mut`); `Sync` follows
-// `T: Sync`, as for `std::vec::Drain`.
-unsafe impl<T: Sync, H: PoolHandle> Sync for Drain<'_, T, H> {}
-
-impl<T, H: PoolHandle> Drop for Drain<'_, T, H> {
-    fn drop(&mut self) {
-        self.for_each(drop);
-    }
-}

@@ -1,23 +1,43 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs, rust_2018_idioms)]
 
+// The map of the crate, in data-flow order (each module names only those
+// below it):
+//
+// - `pool`: `HandlePool<T, H>`, the API and its docs; converts typed handles.
+// - `iter`, `collect`, `serde_impl`: iterators, `FromIterator`/`Extend`/
+//   `IntoIterator`, serde; typed wrappers over the raw pool's cursors.
+// - `raw`: `RawPool<T>`, every slot mechanic: acquire, publish, look up,
+//   remove, give back, restore, and the length accounting.
+// - `reclaim`: the epoch collector, guard checks, eras and deferred batches,
+//   behind one boundary: takes sealed batches, returns free chains.
+// - `stripe`: per-thread-group stripes (free list, removal batch, length
+//   share) and the length identity.
+// - `lists`: the free list and the removal batch, threaded through slot words.
+// - `storage`: chunked, stable slot storage.
+// - `slot`: the slot word, its state table, and the value cell.
+// - `handle`, `config`, `error`: plain types; `sync`: std or loom.
 mod collect;
 mod config;
 mod error;
-mod free_list;
 mod handle;
 mod iter;
+mod lists;
 mod pool;
+mod raw;
 mod reclaim;
 pub mod reference;
 #[cfg(feature = "serde")]
 mod serde_impl;
-mod shared;
 mod slot;
 mod storage;
+mod stripe;
 mod sync;
 
 pub use collect::IntoIter;
+/// Pool parameters for this crate's own tests (feature `testing`; not part
+/// of the stable API).
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub use config::Config;
 pub use crossbeam_epoch::{pin, Guard};

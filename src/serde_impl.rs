@@ -62,8 +62,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::handle::{Handle, PoolHandle};
 use crate::pool::HandlePool;
-use crate::shared::Shared;
-use crate::slot::SlotEntry;
+use crate::raw::{RawPool, SlotEntry};
 
 /// The name of the pool struct in the serde data model.
 const POOL: &str = "HandlePool";
@@ -99,14 +98,14 @@ impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
     /// call cannot resolve in the restored pool.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let guard = crate::pin();
-        let shared = self.shared();
+        let raw = self.raw();
         // At most `max_slots`, a `u32`.
-        let len = shared.used_slots() as u32;
+        let len = raw.slots_used() as u32;
         let mut state = serializer.serialize_struct(POOL, FIELDS.len())?;
         state.serialize_field(
             FIELDS[0],
             &Slots {
-                shared,
+                raw,
                 len,
                 guard: &guard,
             },
@@ -117,7 +116,7 @@ impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
 
 /// The `slots` sequence of a pool being serialized: exactly `len` entries.
 struct Slots<'a, T> {
-    shared: &'a Shared<T>,
+    raw: &'a RawPool<T>,
     len: u32,
     guard: &'a crate::Guard,
 }
@@ -126,7 +125,7 @@ impl<T: Serialize> Serialize for Slots<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.len as usize))?;
         for index in 0..self.len {
-            seq.serialize_element(&self.shared.read_slot(index, self.guard))?;
+            seq.serialize_element(&self.raw.read_slot(index, self.guard))?;
         }
         seq.end()
     }
@@ -177,7 +176,7 @@ impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for PoolVisitor<T, H>
             }
         }
         let entries = entries.ok_or_else(|| de::Error::missing_field(FIELDS[0]))?;
-        pool.restore(entries).map_err(de::Error::custom)?;
+        pool.raw_mut().restore(entries).map_err(de::Error::custom)?;
         Ok(pool)
     }
 
@@ -189,7 +188,7 @@ impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for PoolVisitor<T, H>
         if seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(de::Error::invalid_length(2, &self));
         }
-        pool.restore(entries).map_err(de::Error::custom)?;
+        pool.raw_mut().restore(entries).map_err(de::Error::custom)?;
         Ok(pool)
     }
 }
@@ -262,12 +261,11 @@ impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for SlotsSeed<'_, T, 
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let shared = self.0.shared();
+        let raw = self.0.raw();
         // Never trust an announced length: it only saves a few reallocations.
         let mut entries = Vec::with_capacity(cautious_capacity::<SlotEntry<T>>(seq.size_hint()));
         while let Some(entry) = seq.next_element::<SlotEntry<T>>()? {
-            shared
-                .check_entry(entries.len(), &entry)
+            raw.check_entry(entries.len(), &entry)
                 .map_err(de::Error::custom)?;
             entries.push(entry);
         }

@@ -10,34 +10,39 @@
 //! ```
 //!
 //! `link` is the index of the next slot in whatever list the slot is on (a
-//! stripe's free list or a batch of retiring slots), or `NIL` (`u32::MAX`) at
+//! stripe's free list or a batch of removed slots), or `NIL` (`u32::MAX`) at
 //! the end. The free list lives in the holes: vacant slots link to each other.
 //!
 //! # State table
 //!
-//! | state           | generation `g`                 | link        | value    |
-//! |-----------------|--------------------------------|-------------|----------|
-//! | `FREE(g, l)`    | last occupant's (0 when fresh) | next free   | uninit   |
-//! | `OCCUPIED(g)`   | the live handle's, `g >= 1`    | 0           | init     |
-//! | `RETIRING(g, l)`| the removed handle's           | next in batch | init, awaiting drop |
-//! | `DEAD(g)`       | the generation limit           | 0           | uninit   |
+//! | state            | generation `g`                 | link          | value    |
+//! |------------------|--------------------------------|---------------|----------|
+//! | `FREE(g, l)`     | last occupant's (0 when fresh) | next free     | uninit   |
+//! | `OCCUPIED(g)`    | the live handle's, `g >= 1`    | 0             | init     |
+//! | `REMOVED(g, l)`  | the removed handle's           | next in batch | init, awaiting its grace period |
+//! | `EXHAUSTED(g)`   | the generation limit           | 0             | uninit   |
 //!
 //! Transitions, and who performs them:
 //!
 //! | from              | to                  | by                                   | how |
 //! |-------------------|---------------------|--------------------------------------|-----|
-//! | `FREE(g, _)`      | `OCCUPIED(g + 1)`   | `insert`, after popping the slot off a free list (it owns the slot) | `Release` store |
-//! | `FREE(g, _)`      | `FREE(g + 1, _)`    | `insert_with` when its closure panics: the generation it showed is burnt | store |
+//! | `FREE(g, _)`      | `OCCUPIED(g + 1)`   | an insert, after popping the slot off a free list (it owns the slot) | `Release` store |
+//! | `FREE(g, _)`      | `FREE(g + 1, _)` / `EXHAUSTED` | an insert given back after its closure panicked: the generation it showed is burnt | store |
 //! | `FREE(g, l)`      | `FREE(g, l')`       | whoever pushes the slot onto a list (it owns the slot) | store |
-//! | `OCCUPIED(g)`     | `RETIRING(g, l)`    | `remove`: the one CAS that decides which remover wins | CAS |
-//! | `RETIRING(g, l)`  | `RETIRING(g, l')`   | the winning remover, relinking after losing a race on its stripe's batch | store |
-//! | `RETIRING(g, l)`  | `FREE(g, _)` / `DEAD(g)` | after the grace period, the insert that reclaims the released batch; or an exclusive `reclaim`/`clear`/drop. The two never run at once (batches are reclaimed only inside pool operations, which `&mut` excludes), and eras keep a batch from being reclaimed twice | store |
-//! | `OCCUPIED(g)`     | `FREE(g, _)` / `DEAD(g)` | exclusive (`&mut`) removal: `take`, `clear`, `retain`, `drain` | store |
+//! | `OCCUPIED(g)`     | `REMOVED(g, l)`     | `remove`: the one CAS that decides which remover wins | CAS |
+//! | `REMOVED(g, l)`   | `REMOVED(g, l')`    | the winning remover, relinking after losing a race on its stripe's batch | store |
+//! | `REMOVED(g, l)`   | `FREE(g, _)` / `EXHAUSTED(g)` | reclamation: after the grace period, whoever takes the ready batch; or an exclusive `reclaim`/`clear`/drop. The two never run at once (batches are reclaimed only inside pool operations, which `&mut` excludes), and eras keep a batch from being reclaimed twice | store |
+//! | `OCCUPIED(g)`     | `FREE(g, _)` / `EXHAUSTED(g)` | an exclusive (`&mut`) removal: `take`, `clear`, `retain`, `drain` | store |
 //!
 //! A handle `(i, g)` resolves iff slot `i`'s word is exactly `OCCUPIED(g)`.
 //! Generations only grow, and a slot whose occupant had the pool's generation
-//! limit goes to `DEAD` instead of `FREE` and is never reused, so a stale
-//! handle can never match again: it is stale forever.
+//! limit becomes `EXHAUSTED` instead of `FREE` and is never reused, so a
+//! stale handle can never match again: it is stale forever.
+//!
+//! Words used throughout the crate: a value is *removed* (its handle goes
+//! stale at once) and later *reclaimed* (dropped, its slot made reusable);
+//! a slot whose generation ran out is *exhausted*; a slot an operation
+//! owns and returns to a free list unused is *given back*.
 
 use core::mem::MaybeUninit;
 
@@ -51,13 +56,23 @@ const STATE_BITS: u32 = 2;
 const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
 const GENERATION_SHIFT: u32 = LINK_BITS + STATE_BITS;
 
+// The generation field is exactly as wide as the largest generation a
+// handle can carry.
+const _: () = assert!(
+    crate::handle::MAX_GENERATION as u64 == (1u64 << (64 - GENERATION_SHIFT)) - 1,
+    "MAX_GENERATION must fill the slot word's generation field"
+);
+
+/// A panic caught from a value's `Drop`, to be re-raised or discarded.
+pub(crate) type Panic = Box<dyn std::any::Any + Send + 'static>;
+
 /// The slot state, as stored in bits 32..34 of the word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum State {
     Free = 0,
     Occupied = 1,
-    Retiring = 2,
-    Dead = 3,
+    Removed = 2,
+    Exhausted = 3,
 }
 
 /// A decoded copy of a slot word. All packing and unpacking happens here.
@@ -83,21 +98,21 @@ impl SlotWord {
     }
 
     #[inline(always)]
-    pub(crate) const fn retiring(generation: u32, link: u32) -> Self {
-        Self::pack(generation, State::Retiring, link)
+    pub(crate) const fn removed(generation: u32, link: u32) -> Self {
+        Self::pack(generation, State::Removed, link)
     }
 
     #[inline(always)]
-    pub(crate) const fn dead(generation: u32) -> Self {
-        Self::pack(generation, State::Dead, 0)
+    pub(crate) const fn exhausted(generation: u32) -> Self {
+        Self::pack(generation, State::Exhausted, 0)
     }
 
-    /// The vacant word a slot takes once its value is gone: `FREE`, or `DEAD`
-    /// when the generation has reached the pool's limit.
+    /// The vacant word a slot takes once its value is gone: `FREE`, or
+    /// `EXHAUSTED` when the generation has reached the pool's limit.
     #[inline(always)]
     pub(crate) const fn vacated(generation: u32, link: u32, max_generation: u32) -> Self {
         if generation >= max_generation {
-            Self::dead(generation)
+            Self::exhausted(generation)
         } else {
             Self::free(generation, link)
         }
@@ -128,12 +143,12 @@ impl SlotWord {
         match (self.0 >> LINK_BITS) & STATE_MASK {
             0 => State::Free,
             1 => State::Occupied,
-            2 => State::Retiring,
-            _ => State::Dead,
+            2 => State::Removed,
+            _ => State::Exhausted,
         }
     }
 
-    /// The same word with another link (`FREE` and `RETIRING` only).
+    /// The same word with another link (`FREE` and `REMOVED` only).
     #[inline(always)]
     pub(crate) const fn with_link(self, link: u32) -> Self {
         SlotWord((self.0 & !(u32::MAX as u64)) | link as u64)
@@ -152,23 +167,11 @@ impl core::fmt::Debug for SlotWord {
     }
 }
 
-/// One slot as a serialized pool lists it: the state one load of its word
-/// showed, without the link (lists are rebuilt on restore).
-#[cfg(feature = "serde")]
-pub(crate) enum SlotEntry<V> {
-    /// Any state but `OCCUPIED`, with the generation of the slot's last
-    /// occupant (0 if it never had one). A slot whose bucket is not
-    /// allocated yet is `Vacant(0)`.
-    Vacant(u32),
-    /// `OCCUPIED(g)` and its value: the handle `(index, g)` resolves.
-    Live(u32, V),
-}
-
 /// One slot of the pool.
 pub(crate) struct Slot<T> {
     /// The state word; see the module docs.
     pub(crate) word: AtomicU64,
-    /// Initialised exactly while the word is `OCCUPIED` or `RETIRING`.
+    /// Initialised exactly while the word is `OCCUPIED` or `REMOVED`.
     pub(crate) value: UnsafeCell<MaybeUninit<T>>,
 }
 
@@ -181,16 +184,16 @@ impl<T> Slot<T> {
         }
     }
 
-    /// `remove`'s CAS: `OCCUPIED(generation)` to `RETIRING(generation,
+    /// `remove`'s CAS: `OCCUPIED(generation)` to `REMOVED(generation,
     /// link)`. The one thread that succeeds owns the value from then on.
     #[inline]
-    pub(crate) fn try_retire(&self, generation: u32, link: u32) -> bool {
+    pub(crate) fn try_remove(&self, generation: u32, link: u32) -> bool {
         // Acquire pairs with `publish`'s Release store: the winner sees the
         // initialised value it now owns and hands on to the reclamation.
         self.word
             .compare_exchange(
                 SlotWord::occupied(generation).to_bits(),
-                SlotWord::retiring(generation, link).to_bits(),
+                SlotWord::removed(generation, link).to_bits(),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             )
@@ -242,5 +245,33 @@ impl<T> Slot<T> {
         // SAFETY: the caller guarantees initialisation and exclusivity.
         self.value
             .with_mut(|cell| unsafe { (*cell).assume_init_mut() })
+    }
+    /// Drops the value of a `REMOVED` slot and stores its vacant word:
+    /// `FREE(generation, link)`, or `EXHAUSTED` at `max_generation`.
+    /// Returns that word, and the panic of the value's `Drop` if it had one
+    /// (the slot is vacated either way).
+    ///
+    /// # Safety
+    /// The slot is `REMOVED` with `generation` and the caller owns its value:
+    /// the grace period is over (no reference to it is left) or the caller
+    /// has exclusive access to the pool.
+    pub(crate) unsafe fn reclaim(
+        &self,
+        generation: u32,
+        link: u32,
+        max_generation: u32,
+    ) -> (SlotWord, Option<Panic>) {
+        let mut panic = None;
+        if core::mem::needs_drop::<T>() {
+            // SAFETY: REMOVED means initialised and not yet dropped, and the
+            // caller guarantees the value is theirs.
+            let value = unsafe { self.take_value() };
+            panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err();
+        }
+        let vacant = SlotWord::vacated(generation, link, max_generation);
+        // Relaxed: whoever reuses the slot gets it through a free list's
+        // Release push, or through `&mut`.
+        self.word.store(vacant.to_bits(), Ordering::Relaxed);
+        (vacant, panic)
     }
 }

@@ -1,0 +1,298 @@
+//! The two lists threaded through slot words: a stripe's free list and its
+//! batch of removed slots. Each is one `AtomicU64` naming the list's first
+//! slot; every further link lives in the slots' own words (see `slot`).
+//!
+//! # The free list: a tagged Treiber stack
+//!
+//! ```text
+//!  63                              32 31                              0
+//! +----------------------------------+---------------------------------+
+//! |  tag: pops so far (mod 2^32)     |  head: first free slot, or NIL  |
+//! +----------------------------------+---------------------------------+
+//! ```
+//!
+//! | operation  | word before      | word after                 | by |
+//! |------------|------------------|----------------------------|----|
+//! | pop        | `(t, h)`         | `(t + 1, link(h))`         | an insert (CAS) |
+//! | pop a run  | `(t, h)`         | `(t + n, link^n(h))`       | a batch insert (CAS) |
+//! | push chain | `(t, h)`         | `(t, first)`, `last → h`   | whoever owns the chain (CAS) |
+//!
+//! **Why it is ABA-safe.** The classic failure: a popper reads head `A` with
+//! link `B`, stalls, and meanwhile `A` is popped, `B` is popped, and `A` is
+//! pushed back; the stalled CAS would succeed and install the stale `B`. Here
+//! `A` can only be on top again after being popped, and that pop raised the
+//! tag, so the stalled CAS fails. Pushes need no tag bump: a push links its
+//! chain to the head it read and succeeds only if the head is still that
+//! value, so the link it wrote is right whatever happened in between. Only
+//! 2^32 pops during one stalled pop could wrap the tag back.
+//!
+//! A popper may read the link of a slot that another thread has already
+//! popped and filled; the read is an atomic load of memory that lives as
+//! long as the pool, and the CAS then fails, so the value read is never used.
+//!
+//! # The removal batch: push one chain, take all
+//!
+//! ```text
+//!  63                              32 31                              0
+//! +----------------------------------+---------------------------------+
+//! |  count: slots in the batch       |  head: last slot removed, or NIL|
+//! +----------------------------------+---------------------------------+
+//! ```
+//!
+//! | operation | word before | word after                        | by |
+//! |-----------|-------------|-----------------------------------|----|
+//! | push      | `(c, h)`    | `(c + n, first)`, `tail → h`      | a remover whose push leaves it below the batch size (CAS) |
+//! | seal      | `(c, h)`    | `(0, NIL)`, returns `(c + n, first)` | the remover whose push fills it (CAS) |
+//! | take all  | `(c, h)`    | `(0, NIL)`                        | exclusive reclamation (swap) |
+//!
+//! Only push and take-all happen, so no tag is needed: a push succeeds only
+//! if the head it linked to is still the head. `sealed` counts every slot
+//! ever taken off, which with `count` gives the removals this stripe has seen
+//! (for the length: see `stripe`).
+
+use crate::slot::{Slot, SlotWord, NIL};
+use crate::storage::Storage;
+use crate::sync::{AtomicU64, Ordering};
+
+#[inline(always)]
+const fn pack(high: u32, low: u32) -> u64 {
+    ((high as u64) << 32) | low as u64
+}
+
+#[inline(always)]
+const fn high(word: u64) -> u32 {
+    (word >> 32) as u32
+}
+
+#[inline(always)]
+const fn low(word: u64) -> u32 {
+    word as u32
+}
+
+/// A chain of slots linked through their words, `first` to `last`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Chain {
+    pub(crate) first: u32,
+    pub(crate) last: u32,
+}
+
+impl Chain {
+    /// The link a slot put in front of `chain` must carry.
+    #[inline]
+    pub(crate) fn link_to(chain: Option<Chain>) -> u32 {
+        chain.map_or(NIL, |c| c.first)
+    }
+
+    /// `chain` with slot `index` (already linked to it) in front.
+    #[inline]
+    pub(crate) fn prepend(chain: Option<Chain>, index: u32) -> Chain {
+        Chain {
+            first: index,
+            last: chain.map_or(index, |c| c.last),
+        }
+    }
+}
+
+/// A tagged Treiber stack of `FREE` slots (see the module docs).
+pub(crate) struct FreeList {
+    word: AtomicU64,
+}
+
+impl FreeList {
+    pub(crate) fn new() -> Self {
+        FreeList {
+            word: AtomicU64::new(pack(0, NIL)),
+        }
+    }
+
+    /// Whether the list looks empty (a hint: it may change at once).
+    #[inline]
+    pub(crate) fn looks_empty(&self) -> bool {
+        low(self.word.load(Ordering::Relaxed)) == NIL
+    }
+
+    /// Pops so far, mod 2^32: every insert pops once.
+    #[inline]
+    pub(crate) fn pops(&self) -> u32 {
+        high(self.word.load(Ordering::Relaxed))
+    }
+
+    /// Pops a free slot; returns its index, the slot and its `FREE` word.
+    /// The caller owns the slot from then on.
+    #[inline]
+    pub(crate) fn pop<'a, T>(
+        &self,
+        storage: &'a Storage<T>,
+    ) -> Option<(u32, &'a Slot<T>, SlotWord)> {
+        // Acquire pairs with the Release CAS in `push`: the links the pusher
+        // wrote, and the reclaimer's drop of the old value, are visible.
+        let mut head = self.word.load(Ordering::Acquire);
+        loop {
+            let index = low(head);
+            if index == NIL {
+                return None;
+            }
+            // Relaxed: the link was published by the Acquire load of `head`;
+            // if the slot has moved on since, the CAS below fails.
+            let slot = storage.slot(index);
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+            let next = pack(high(head).wrapping_add(1), word.link());
+            // Acquire on both outcomes: as for the first load of `head`.
+            match self
+                .word
+                .compare_exchange_weak(head, next, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return Some((index, slot, word)),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Pops up to `max` free slots at once: walks that many links from the
+    /// head and swings the head past them with one CAS, raising the tag by
+    /// the number taken (each is an insert). Returns the first slot and the
+    /// count; the caller owns the run, linked through the slot words.
+    ///
+    /// ABA-safe for the same reason as `pop`: the CAS succeeds only if head
+    /// and tag are unchanged, so no pop happened since the head was read and
+    /// no slot of the walked run can have moved.
+    pub(crate) fn pop_run<T>(&self, storage: &Storage<T>, max: u32) -> Option<(u32, u32)> {
+        // Acquire: as in `pop`; it also covers the links of every slot below
+        // the head (earlier pushes are in the head's release sequence).
+        let mut head = self.word.load(Ordering::Acquire);
+        loop {
+            let first = low(head);
+            if first == NIL || max == 0 {
+                return None;
+            }
+            let mut count = 0;
+            let mut next = first;
+            while count < max && next != NIL {
+                // Relaxed: as in `pop`; a stale link only makes the CAS fail.
+                next = SlotWord::from_bits(storage.slot(next).word.load(Ordering::Relaxed)).link();
+                count += 1;
+            }
+            let new = pack(high(head).wrapping_add(count), next);
+            // Acquire on both outcomes: as in `pop`.
+            match self
+                .word
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return Some((first, count)),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
+    /// Pushes a chain of `FREE` slots the caller owns, already linked
+    /// `first` → … → `last`; `last`'s link is overwritten.
+    pub(crate) fn push<T>(&self, storage: &Storage<T>, chain: Chain) {
+        let last = &storage.slot(chain.last).word;
+        let mut head = self.word.load(Ordering::Relaxed);
+        loop {
+            let word = SlotWord::from_bits(last.load(Ordering::Relaxed));
+            last.store(word.with_link(low(head)).to_bits(), Ordering::Relaxed);
+            let new = pack(high(head), chain.first);
+            // Release pairs with the Acquire in `pop`: our links, and whatever
+            // we did to the slots' values, happen before the slots are reused.
+            match self
+                .word
+                .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+}
+
+/// A sealed batch of `REMOVED` slots, linked from `head`, `count` long.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SealedBatch {
+    pub(crate) head: u32,
+    pub(crate) count: u32,
+}
+
+/// The batch of removed slots a stripe is filling (see the module docs).
+pub(crate) struct RemovalBatch {
+    word: AtomicU64,
+    /// Slots ever sealed or taken off (mod 2^32 is what counts).
+    sealed: AtomicU64,
+}
+
+impl RemovalBatch {
+    pub(crate) fn new() -> Self {
+        RemovalBatch {
+            word: AtomicU64::new(pack(0, NIL)),
+            sealed: AtomicU64::new(0),
+        }
+    }
+
+    /// Removals so far, mod 2^32: pending in the batch plus sealed.
+    #[inline]
+    pub(crate) fn removals(&self) -> u32 {
+        let pending = high(self.word.load(Ordering::Relaxed));
+        pending.wrapping_add(self.sealed.load(Ordering::Relaxed) as u32)
+    }
+
+    /// The first slot of the batch, for a remover to link its slot to
+    /// before it pushes, and the word to pass to `push`.
+    #[inline]
+    pub(crate) fn head(&self) -> (u32, u64) {
+        let word = self.word.load(Ordering::Relaxed);
+        (low(word), word)
+    }
+
+    /// Adds a chain of `count` slots the caller has just moved to
+    /// `REMOVED`, linked `head` → … → tail, whose tail links to the batch
+    /// head read as `current` (from [`head`](Self::head)). On a lost race
+    /// the tail is relinked to the new head (`relink`). Returns the batch
+    /// when this push fills it to `size`: the caller must then defer it.
+    #[inline]
+    pub(crate) fn push(
+        &self,
+        head: u32,
+        count: u32,
+        mut current: u64,
+        size: u32,
+        relink: impl Fn(u32),
+    ) -> Option<SealedBatch> {
+        loop {
+            let total = high(current) + count;
+            let new = if total >= size {
+                pack(0, NIL)
+            } else {
+                pack(total, head)
+            };
+            // AcqRel: Release publishes our slots' links to whoever seals the
+            // batch; Acquire, when we seal it, pairs with the other pushers'
+            // Release so their links are visible to us.
+            match self
+                .word
+                .compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) if total >= size => {
+                    self.sealed.fetch_add(total as u64, Ordering::Relaxed);
+                    return Some(SealedBatch { head, count: total });
+                }
+                Ok(_) => return None,
+                Err(actual) => {
+                    current = actual;
+                    // We still own the chain: relink its tail to the new head.
+                    relink(low(current));
+                }
+            }
+        }
+    }
+
+    /// Takes whatever the batch holds.
+    pub(crate) fn take_all(&self) -> Option<SealedBatch> {
+        // Acquire: as when a remover seals a full batch.
+        let taken = self.word.swap(pack(0, NIL), Ordering::Acquire);
+        self.sealed.fetch_add(high(taken) as u64, Ordering::Relaxed);
+        (low(taken) != NIL).then(|| SealedBatch {
+            head: low(taken),
+            count: high(taken),
+        })
+    }
+}

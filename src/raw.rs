@@ -1,0 +1,1075 @@
+//! The raw pool: every slot mechanic, on raw [`Handle`]s.
+//!
+//! Acquiring a slot (from the home stripe, another stripe, a ready batch or
+//! fresh storage), publishing a value into it, looking it up, removing it
+//! into a batch, giving a slot back, restoring a serialized pool, and the
+//! length accounting all live here. The typed face (`pool`, `iter`,
+//! `collect`, `serde_impl`) converts handles and delegates; reclamation
+//! (`reclaim`) gets sealed batches from here and hands back free chains.
+
+use crossbeam_epoch::Guard;
+use crossbeam_utils::CachePadded;
+
+use crate::config::Config;
+use crate::handle::Handle;
+use crate::lists::Chain;
+use crate::reclaim::Reclaimer;
+use crate::slot::{Panic, Slot, SlotWord, State, NIL};
+use crate::storage::{Slots, Storage};
+use crate::stripe::{StripeIndex, Stripes};
+use crate::sync::{yield_now, AtomicU64, Ordering};
+
+/// The pool without its handle type.
+pub(crate) struct RawPool<T> {
+    storage: Storage<T>,
+    stripes: Stripes,
+    /// The next never-used slot index. It may run past `config.max_slots`
+    /// (each failed reservation adds to it); it is a `u64`, so it never wraps.
+    fresh: CachePadded<AtomicU64>,
+    reclaimer: Reclaimer,
+    config: Config,
+}
+
+// SAFETY: moving the pool moves the ownership of its values, which are
+// dropped by whichever thread owns or shares the pool: `T: Send`. The rest is
+// atomics and the reclaimer, whose deferred closures hold no `T`.
+unsafe impl<T: Send> Send for RawPool<T> {}
+
+// SAFETY: through `&RawPool` threads share `&T` (`get`, `entries`), which
+// needs `T: Sync`, and insert and remove values on any thread, so a value
+// may be dropped on another thread than the one that inserted it: `T: Send`.
+unsafe impl<T: Send + Sync> Sync for RawPool<T> {}
+
+/// A `FREE` slot taken for an insert, owned by the inserting thread until it
+/// publishes a value into it or gives it back.
+struct Acquired<'a, T> {
+    index: u32,
+    slot: &'a Slot<T>,
+    /// The generation the new occupant gets.
+    generation: u32,
+}
+
+/// Writes the value into a slot the caller acquired and makes it visible.
+#[inline]
+fn publish<T>(acquired: Acquired<'_, T>, value: T) -> Handle {
+    let Acquired {
+        index,
+        slot,
+        generation,
+    } = acquired;
+    // SAFETY: the slot was acquired (popped off a free list, or claimed
+    // fresh), so this thread owns it: it is FREE, holds no value, and no
+    // reader dereferences it until the word below says OCCUPIED.
+    unsafe { slot.write_value(value) };
+    // Release pairs with the Acquire load in `occupied_slot` (and with
+    // `remove`'s CAS): the value is written before the handle resolves.
+    slot.word
+        .store(SlotWord::occupied(generation).to_bits(), Ordering::Release);
+    Handle::new(index, generation)
+}
+
+impl<T> RawPool<T> {
+    pub(crate) fn new(config: Config) -> Self {
+        let config = config.resolved();
+        RawPool {
+            storage: Storage::new(config.first_bucket_shift),
+            stripes: Stripes::new(config.stripes),
+            fresh: CachePadded::new(AtomicU64::new(0)),
+            reclaimer: Reclaimer::new(config.stripes),
+            config,
+        }
+    }
+
+    /// Allocates room for slots `0..capacity` (at most `max_slots`).
+    pub(crate) fn reserve(&self, capacity: usize) {
+        let end = capacity.min(self.config.max_slots as usize) as u32;
+        self.storage.ensure(0, end);
+    }
+
+    /// Number of slots ever handed out from the fresh region.
+    #[inline]
+    pub(crate) fn slots_used(&self) -> u64 {
+        self.fresh
+            .load(Ordering::Relaxed)
+            .min(self.config.max_slots as u64)
+    }
+
+    /// Number of slots in allocated buckets.
+    pub(crate) fn capacity(&self) -> usize {
+        self.storage.capacity()
+    }
+
+    /// The sum of the stripes' length shares: exact when no operation is in
+    /// flight. The shares are read one after another, so under concurrency
+    /// a remove may be seen without its insert; such a transient underflow
+    /// reads as 0.
+    pub(crate) fn len(&self) -> usize {
+        let sum = self.stripes.len_sum();
+        if sum as u64 > self.slots_used() {
+            0
+        } else {
+            sum as usize
+        }
+    }
+
+    // ---- Lookups -------------------------------------------------------
+
+    /// The slot `handle` names if it holds the occupant the handle was made for.
+    #[inline]
+    fn occupied_slot(&self, handle: Handle) -> Option<&Slot<T>> {
+        let slot = self.storage.get(handle.index())?;
+        // Acquire pairs with the Release store in `publish`, so the value is
+        // visible once the word matches.
+        let word = slot.word.load(Ordering::Acquire);
+        (word == SlotWord::occupied(handle.generation()).to_bits()).then_some(slot)
+    }
+
+    #[inline]
+    pub(crate) fn contains(&self, handle: Handle) -> bool {
+        self.occupied_slot(handle).is_some()
+    }
+
+    /// The value `handle` refers to, protected by `guard`.
+    ///
+    /// # Panics
+    /// If `guard` is not pinned on the collector reclamation defers on.
+    #[inline]
+    pub(crate) fn get<'g>(&'g self, handle: Handle, guard: &'g Guard) -> Option<&'g T> {
+        self.reclaimer.check_guard(guard);
+        let slot = self.occupied_slot(handle)?;
+        // SAFETY: the word was OCCUPIED(g), so the value is initialised (the
+        // Acquire load saw its publication). The guard was pinned before that
+        // load, so even if the value is removed now, its reclamation is
+        // deferred until the guard is dropped; exclusive removals need `&mut`,
+        // which the `&'g self` borrow rules out; the storage lives as long as
+        // `&'g self`: the reference is valid for 'g.
+        Some(unsafe { slot.value_ref() })
+    }
+
+    pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+        let slot = self.occupied_slot(handle)?;
+        // SAFETY: OCCUPIED means initialised; `&mut self` excludes every
+        // other access to the pool for the returned lifetime.
+        Some(unsafe { slot.value_mut() })
+    }
+
+    /// Mutable references to the values of `handles`, or `None` if any is
+    /// stale or two name the same slot.
+    pub(crate) fn get_disjoint_mut<const N: usize>(
+        &mut self,
+        handles: [Handle; N],
+    ) -> Option<[&mut T; N]> {
+        for (i, handle) in handles.iter().enumerate() {
+            self.occupied_slot(*handle)?;
+            if handles[..i]
+                .iter()
+                .any(|other| other.index() == handle.index())
+            {
+                return None;
+            }
+        }
+        Some(handles.map(|handle| {
+            let slot = self.storage.slot(handle.index());
+            // SAFETY: every slot was just seen OCCUPIED and `&mut self` keeps
+            // it so; the indices are pairwise distinct, so the references
+            // do not alias.
+            unsafe { slot.value_mut() }
+        }))
+    }
+
+    // ---- Inserting -----------------------------------------------------
+
+    /// Inserts `value`, or gives it back when the pool is full.
+    #[inline]
+    pub(crate) fn insert(&self, value: T) -> Result<Handle, T> {
+        match self.acquire(self.stripes.home()) {
+            Some(acquired) => Ok(publish(acquired, value)),
+            None => Err(value),
+        }
+    }
+
+    /// Inserts the value `f` makes from its handle; `None`, without calling
+    /// `f`, when the pool is full. If `f` unwinds, the generation it was
+    /// shown is burnt and the slot given back.
+    pub(crate) fn insert_with(&self, f: impl FnOnce(Handle) -> T) -> Option<Handle> {
+        let home = self.stripes.home();
+        let acquired = self.acquire(home)?;
+        let (index, generation) = (acquired.index, acquired.generation);
+        struct GiveBack<'a, T> {
+            pool: &'a RawPool<T>,
+            home: StripeIndex,
+            index: u32,
+            generation: u32,
+        }
+        impl<T> Drop for GiveBack<'_, T> {
+            fn drop(&mut self) {
+                let max = self.pool.config.max_generation;
+                let word = SlotWord::vacated(self.generation, NIL, max);
+                self.pool.give_back(self.home, self.index, word);
+            }
+        }
+        let give_back = GiveBack {
+            pool: self,
+            home,
+            index,
+            generation,
+        };
+        let value = f(Handle::new(index, generation));
+        core::mem::forget(give_back);
+        Some(publish(acquired, value))
+    }
+
+    /// Inserts every value, pushing `wrap(handle)` for each onto `handles`.
+    /// Slots are claimed in runs no longer than the iterator's `size_hint`
+    /// and than what it has produced so far (64 at first); every slot
+    /// claimed and not filled is given back, also when the iterator (or
+    /// `wrap`) panics. Gives back the value that found the pool full.
+    pub(crate) fn insert_many<H>(
+        &self,
+        values: impl IntoIterator<Item = T>,
+        handles: &mut Vec<H>,
+        mut wrap: impl FnMut(Handle) -> H,
+    ) -> Result<(), T> {
+        /// The first run's length limit, before the iterator has produced anything.
+        const FIRST_RUN: usize = 64;
+        let home = self.stripes.home();
+        let mut values = values.into_iter();
+        // Dropped on every exit, unwinding included: gives back what is left.
+        let mut claimed: Option<Claimed<'_, T>> = None;
+        let mut inserted = 0usize;
+        while let Some(value) = values.next() {
+            let slot = match claimed.as_mut().and_then(Claimed::take) {
+                Some(slot) => slot,
+                None => {
+                    // `value` is one more than the hint's count of what is left.
+                    let left = values.size_hint().0.saturating_add(1);
+                    let want = left.min(inserted.max(FIRST_RUN)).min(u32::MAX as usize);
+                    let Some(mut run) = self.claim(home, want as u32) else {
+                        return Err(value);
+                    };
+                    handles.reserve(want);
+                    let slot = run.take().expect("a claim holds at least one slot");
+                    claimed = Some(run);
+                    slot
+                }
+            };
+            handles.push(wrap(publish(slot, value)));
+            inserted += 1;
+        }
+        Ok(())
+    }
+
+    /// Takes a `FREE` slot for an insert: from the home stripe, else from any
+    /// other stripe, else fresh; `None` when the pool is full.
+    #[inline]
+    fn acquire(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+        if let Some(found) = self.pop_from(home) {
+            return Some(found);
+        }
+        self.acquire_slow(home)
+    }
+
+    /// Reusable slots first, in order of cost; fresh slots only when
+    /// nothing reusable is ready.
+    ///
+    /// The home stripe comes first: its ready batches, then, if batches are
+    /// waiting for the epoch, one push of the epoch. That touches no other
+    /// stripe's cache line, so under churn every thread recycles its own
+    /// slots without pulling the others' lines away from them. Only then the
+    /// other stripes: their free lists and ready batches.
+    #[cold]
+    fn acquire_slow(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+        if self.reclaim_into(home, home) {
+            if let Some(found) = self.pop_from(home) {
+                return Some(found);
+            }
+        }
+        if self.reclaimer.in_flight() >= 2 {
+            // Batches are waiting for the epoch: push it once. Below two,
+            // growing a little is cheaper than a flush (about a microsecond);
+            // from two on, one epoch step releases a batch. Pushing it on
+            // every slow path, not only for this stripe's own batches, keeps
+            // reuse prompt when threads outnumber cores.
+            self.reclaimer.advance_epoch();
+            if self.reclaim_into(home, home) {
+                if let Some(found) = self.pop_from(home) {
+                    return Some(found);
+                }
+            }
+        }
+        for other in self.stripes.others(home) {
+            if !self.stripes[other].free.looks_empty() {
+                if let Some(found) = self.pop_from(other) {
+                    return Some(found);
+                }
+            }
+        }
+        if let Some(found) = self.reclaim_any(home) {
+            return Some(found);
+        }
+        if self.reclaimer.in_flight() > 0 && self.reclamation_is_behind() {
+            // Most removed slots are waiting for an epoch that a thread
+            // preempted while pinned may be holding back for a whole time
+            // slice. Give the CPU away once, so that thread can run and
+            // unpin, then look again; either way we go on (no waiting on
+            // anyone).
+            yield_now();
+            self.reclaimer.advance_epoch();
+            if let Some(found) = self.reclaim_any(home) {
+                return Some(found);
+            }
+        }
+        self.acquire_fresh(home, self.config.fresh_block)
+    }
+
+    /// Reclaims `from`'s ready batches onto `into`'s free list; returns
+    /// whether there were any.
+    fn reclaim_into(&self, from: StripeIndex, into: StripeIndex) -> bool {
+        let reclaimed =
+            self.reclaimer
+                .reclaim_ready(from, &self.storage, self.config.max_generation);
+        if let Some(chain) = reclaimed.free {
+            self.stripes[into].free.push(&self.storage, chain);
+        }
+        reclaimed.found
+    }
+
+    /// Reclaims ready batches from any stripe onto the home stripe, and pops.
+    fn reclaim_any(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+        for stripe in self.stripes.all_from(home) {
+            if self.reclaimer.has_ready(stripe) && self.reclaim_into(stripe, home) {
+                if let Some(found) = self.pop_from(home) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether growing now would be growth the live count does not explain:
+    /// more than 4x the live values plus 1024 slots are already in use.
+    fn reclamation_is_behind(&self) -> bool {
+        self.slots_used() > 4 * self.len() as u64 + 1024
+    }
+
+    #[inline]
+    fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
+        self.stripes[stripe]
+            .free
+            .pop(&self.storage)
+            .map(|(index, slot, word)| Acquired {
+                index,
+                slot,
+                generation: word.generation() + 1,
+            })
+    }
+
+    /// Reserves up to `count` never-used slots with one atomic step, puts
+    /// them on the home stripe's free list and pops one (every insert is a
+    /// pop: that is what counts it). If other threads took them all first,
+    /// they made progress, and we start over.
+    fn acquire_fresh(&self, home: StripeIndex, count: u32) -> Option<Acquired<'_, T>> {
+        let (start, end) = self.reserve_fresh(count)?;
+        self.free_fresh(home, start, end);
+        match self.pop_from(home) {
+            Some(found) => Some(found),
+            None => self.acquire_slow(home),
+        }
+    }
+
+    /// Reserves a block of at most `count` consecutive never-used slots,
+    /// allocated and owned by the caller: `start..end`, never empty.
+    fn reserve_fresh(&self, count: u32) -> Option<(u32, u32)> {
+        let max = self.config.max_slots as u64;
+        // Relaxed: the counter only hands out disjoint ranges; the slots are
+        // published through the bucket pointers.
+        let start = self.fresh.fetch_add(count as u64, Ordering::Relaxed);
+        if start >= max {
+            return None;
+        }
+        let end = (start + count as u64).min(max);
+        let (start, end) = (start as u32, end as u32);
+        self.storage.ensure(start, end);
+        Some((start, end))
+    }
+
+    /// Puts never-used slots `start..end` (owned by the caller, possibly
+    /// none) on `stripe`'s free list, linked in index order.
+    fn free_fresh(&self, stripe: StripeIndex, start: u32, end: u32) {
+        if start < end {
+            for index in start..end - 1 {
+                // Relaxed: the chain is published by the push's Release CAS.
+                self.storage
+                    .slot(index)
+                    .word
+                    .store(SlotWord::free(0, index + 1).to_bits(), Ordering::Relaxed);
+            }
+            let chain = Chain {
+                first: start,
+                last: end - 1,
+            };
+            self.stripes[stripe].free.push(&self.storage, chain);
+        }
+    }
+
+    /// Claims up to `want` slots (at least one) for a batch insert: a run
+    /// off the home stripe's free list (after reclaiming its ready
+    /// batches), else a block of consecutive fresh slots, else any one
+    /// reusable slot the single-insert path can find. `None` when full.
+    fn claim(&self, home: StripeIndex, want: u32) -> Option<Claimed<'_, T>> {
+        let want = want.max(1);
+        let run = loop {
+            if let Some((first, count)) = self.stripes[home].free.pop_run(&self.storage, want) {
+                break Run::Popped { next: first, count };
+            }
+            if !self.reclaim_into(home, home) {
+                break match self.reserve_fresh(want) {
+                    Some((start, end)) => {
+                        // These inserts pop nothing, so the claim counts them
+                        // (and the give-back uncounts those left unfilled).
+                        self.stripes[home].adjust_len((end - start) as isize);
+                        Run::Fresh { next: start, end }
+                    }
+                    None => Run::Popped {
+                        next: self.acquire(home)?.index,
+                        count: 1,
+                    },
+                };
+            }
+        };
+        Some(Claimed {
+            pool: self,
+            home,
+            run,
+        })
+    }
+
+    /// Puts a slot the caller owns back on `stripe`'s free list, with
+    /// `word` (`FREE`, or `EXHAUSTED`, which goes on no list): an exclusive
+    /// removal or an insert given back, either way one value fewer than the
+    /// pops count.
+    fn give_back(&self, stripe: StripeIndex, index: u32, word: SlotWord) {
+        self.stripes[stripe].adjust_len(-1);
+        let slot = self.storage.slot(index);
+        slot.word.store(word.to_bits(), Ordering::Relaxed);
+        if word.state() == State::Free {
+            let chain = Chain {
+                first: index,
+                last: index,
+            };
+            self.stripes[stripe].free.push(&self.storage, chain);
+        }
+    }
+
+    // ---- Removing ------------------------------------------------------
+
+    /// Removes the value `handle` refers to; `false` if it was not there.
+    /// The value is dropped, and the slot reused, after the grace period.
+    pub(crate) fn remove(&self, handle: Handle) -> bool {
+        let (index, generation) = (handle.index(), handle.generation());
+        let Some(slot) = self.storage.get(index) else {
+            return false;
+        };
+        // A plain load first: a stale handle costs no write to the line.
+        if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(generation).to_bits() {
+            return false;
+        }
+        let home = self.stripes.home();
+        let removals = &self.stripes[home].removals;
+        let (link, current) = removals.head();
+        if !slot.try_remove(generation, link) {
+            return false;
+        }
+        let relink = |head| {
+            slot.word.store(
+                SlotWord::removed(generation, head).to_bits(),
+                Ordering::Relaxed,
+            )
+        };
+        if let Some(full) = removals.push(index, 1, current, self.config.batch, relink) {
+            self.reclaimer.defer(home, full);
+        }
+        true
+    }
+
+    /// Removes the values of `handles` (skipping stale and repeated ones)
+    /// with one push onto the home stripe's batch; returns how many.
+    pub(crate) fn remove_many(&self, handles: impl IntoIterator<Item = Handle>) -> usize {
+        // Joins the stripe's batch when dropped, also if the iterator (user
+        // code) panics part-way: no removed slot is left outside a batch.
+        let mut chain = RemovedChain {
+            pool: self,
+            head: NIL,
+            tail: None,
+            count: 0,
+        };
+        for handle in handles {
+            let Some(slot) = self.storage.get(handle.index()) else {
+                continue;
+            };
+            let generation = handle.generation();
+            if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(generation).to_bits() {
+                continue;
+            }
+            if slot.try_remove(generation, chain.head) {
+                chain.head = handle.index();
+                chain.tail.get_or_insert((slot, generation));
+                chain.count += 1;
+            }
+        }
+        chain.count as usize
+    }
+
+    // ---- Exclusive access ----------------------------------------------
+
+    /// Moves the value out of slot `index` and gives the slot back.
+    ///
+    /// # Safety
+    /// Slot `index` is `OCCUPIED` and the caller has exclusive access.
+    unsafe fn take_exclusive(&self, index: u32) -> T {
+        let slot = self.storage.slot(index);
+        let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+        // SAFETY: the caller guarantees OCCUPIED (initialised) and exclusivity.
+        let value = unsafe { slot.take_value() };
+        let vacant = SlotWord::vacated(word.generation(), NIL, self.config.max_generation);
+        self.give_back(self.stripes.home(), index, vacant);
+        value
+    }
+
+    pub(crate) fn take(&mut self, handle: Handle) -> Option<T> {
+        self.occupied_slot(handle)?;
+        // SAFETY: the slot was just seen OCCUPIED and `&mut self` keeps it so.
+        Some(unsafe { self.take_exclusive(handle.index()) })
+    }
+
+    /// Keeps the values `keep` says to keep; a panic in `keep` (or in a
+    /// value's `Drop`) leaves the pool consistent.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(Handle, &mut T) -> bool) {
+        for (handle, slot) in Occupied::new(&self.storage, self.slots_used(), Ordering::Relaxed) {
+            // SAFETY: OCCUPIED means initialised; `&mut self` is exclusive.
+            if !keep(handle, unsafe { slot.value_mut() }) {
+                // SAFETY: the slot is OCCUPIED and we hold `&mut self`.
+                drop(unsafe { self.take_exclusive(handle.index()) });
+            }
+        }
+    }
+
+    /// Drops, now, every value whose removal is still pending and makes its
+    /// slot reusable at once; with `live`, the values still in the pool too
+    /// (the pool's drop), in the same pass. Returns the first panic of a
+    /// value's `Drop`, after finishing.
+    pub(crate) fn reclaim_all(&mut self, live: bool) -> Option<Panic> {
+        // Batches sealed before this point are reclaimed here; when the
+        // collector releases them later, their era says so.
+        self.reclaimer.begin_exclusive();
+        for stripe in self.stripes.all_from(self.stripes.home()) {
+            // Their slots are found by the scan below.
+            let _ = self.stripes[stripe].removals.take_all();
+        }
+        let max_generation = self.config.max_generation;
+        let mut free = None;
+        let mut first_panic = None;
+        for (index, slot) in self.storage.slots(self.slots_used()) {
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+            let panic = match word.state() {
+                State::Removed => {
+                    // SAFETY: REMOVED, and `&mut self` proves no reference to
+                    // the value is left; its batch, wherever it is, belongs to
+                    // an earlier era now and will not be reclaimed again.
+                    let (vacant, panic) = unsafe {
+                        slot.reclaim(word.generation(), Chain::link_to(free), max_generation)
+                    };
+                    if vacant.state() == State::Free {
+                        free = Some(Chain::prepend(free, index));
+                    }
+                    panic
+                }
+                State::Occupied if live => {
+                    slot.word.store(
+                        SlotWord::free(word.generation(), NIL).to_bits(),
+                        Ordering::Relaxed,
+                    );
+                    // SAFETY: OCCUPIED means initialised, and `&mut` access is
+                    // exclusive; the word no longer says OCCUPIED, so nobody
+                    // drops it again.
+                    let value = unsafe { slot.take_value() };
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err()
+                }
+                _ => None,
+            };
+            first_panic = first_panic.or(panic);
+        }
+        if let Some(chain) = free {
+            self.stripes[self.stripes.home()]
+                .free
+                .push(&self.storage, chain);
+        }
+        first_panic
+    }
+
+    // ---- Iteration -----------------------------------------------------
+
+    /// `(handle, &value)` for the values in the pool, protected by `guard`.
+    ///
+    /// # Panics
+    /// As [`get`](Self::get).
+    pub(crate) fn entries<'g>(&'g self, guard: &'g Guard) -> Entries<'g, T> {
+        self.reclaimer.check_guard(guard);
+        // Acquire pairs with the Release store that published each occupant.
+        Entries(Occupied::new(
+            &self.storage,
+            self.slots_used(),
+            Ordering::Acquire,
+        ))
+    }
+
+    pub(crate) fn entries_mut(&mut self) -> EntriesMut<'_, T> {
+        EntriesMut(Occupied::new(
+            &self.storage,
+            self.slots_used(),
+            Ordering::Relaxed,
+        ))
+    }
+
+    /// Takes every value out; the rest go when the iterator drops.
+    pub(crate) fn drain(&mut self) -> Drained<'_, T> {
+        Drained {
+            occupied: Occupied::new(&self.storage, self.slots_used(), Ordering::Relaxed),
+            pool: self,
+        }
+    }
+
+    /// The pool taken apart into its values.
+    pub(crate) fn into_entries(self) -> IntoEntries<T> {
+        IntoEntries {
+            next: 0,
+            end: self.slots_used(),
+            pool: self,
+        }
+    }
+}
+
+impl<T> Drop for RawPool<T> {
+    fn drop(&mut self) {
+        // Pending and live values alike, in one pass. Deferred closures still
+        // queued hold only the reclaimer's header, not the storage.
+        if let Some(panic) = self.reclaim_all(true) {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+/// Slots claimed for a batch insert and not filled yet, owned by the
+/// inserting thread. Dropping it gives back every slot it still holds.
+struct Claimed<'a, T> {
+    pool: &'a RawPool<T>,
+    home: StripeIndex,
+    run: Run,
+}
+
+enum Run {
+    /// `count` slots popped off a free list, linked from `next` (the pop
+    /// already counted them as inserts).
+    Popped { next: u32, count: u32 },
+    /// Never-used slots `next..end` (counted as inserts by `claim`).
+    Fresh { next: u32, end: u32 },
+}
+
+impl<'a, T> Claimed<'a, T> {
+    /// The next claimed slot, now the caller's to publish.
+    #[inline]
+    fn take(&mut self) -> Option<Acquired<'a, T>> {
+        let storage = &self.pool.storage;
+        match &mut self.run {
+            Run::Popped { next, count } if *count > 0 => {
+                let index = *next;
+                let slot = storage.slot(index);
+                // Relaxed: the slot is ours since the pop, whose Acquire made
+                // its word visible; read the link before `publish` overwrites it.
+                let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+                *next = word.link();
+                *count -= 1;
+                Some(Acquired {
+                    index,
+                    slot,
+                    generation: word.generation() + 1,
+                })
+            }
+            Run::Fresh { next, end } if *next < *end => {
+                let index = *next;
+                *next += 1;
+                Some(Acquired {
+                    index,
+                    slot: storage.slot(index),
+                    generation: 1,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<T> Drop for Claimed<'_, T> {
+    fn drop(&mut self) {
+        let pool = self.pool;
+        let stripe = &pool.stripes[self.home];
+        match self.run {
+            Run::Popped { next, count } if count > 0 => {
+                // Still linked as popped: find the last, push the run back.
+                let mut last = next;
+                for _ in 1..count {
+                    let word = pool.storage.slot(last).word.load(Ordering::Relaxed);
+                    last = SlotWord::from_bits(word).link();
+                }
+                stripe.adjust_len(-(count as isize));
+                stripe.free.push(&pool.storage, Chain { first: next, last });
+            }
+            Run::Fresh { next, end } if next < end => {
+                stripe.adjust_len(-((end - next) as isize));
+                pool.free_fresh(self.home, next, end);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Slots `remove_many` has moved to `REMOVED`, linked `head` → … → tail;
+/// dropping it pushes them onto the home stripe's batch in one go.
+struct RemovedChain<'a, T> {
+    pool: &'a RawPool<T>,
+    head: u32,
+    tail: Option<(&'a Slot<T>, u32)>,
+    count: u32,
+}
+
+impl<T> Drop for RemovedChain<'_, T> {
+    fn drop(&mut self) {
+        let Some((tail, generation)) = self.tail else {
+            return;
+        };
+        let pool = self.pool;
+        let home = pool.stripes.home();
+        let removals = &pool.stripes[home].removals;
+        let relink = |head| {
+            tail.word.store(
+                SlotWord::removed(generation, head).to_bits(),
+                Ordering::Relaxed,
+            )
+        };
+        let (link, current) = removals.head();
+        relink(link);
+        if let Some(full) = removals.push(self.head, self.count, current, pool.config.batch, relink)
+        {
+            pool.reclaimer.defer(home, full);
+        }
+    }
+}
+
+/// The occupied slots among those handed out, in index order, each with
+/// the raw handle of its occupant, read with one load of `order`.
+struct Occupied<'a, T> {
+    slots: Slots<'a, T>,
+    order: Ordering,
+}
+
+impl<'a, T> Occupied<'a, T> {
+    fn new(storage: &'a Storage<T>, end: u64, order: Ordering) -> Self {
+        Occupied {
+            slots: storage.slots(end),
+            order,
+        }
+    }
+}
+
+impl<'a, T> Iterator for Occupied<'a, T> {
+    type Item = (Handle, &'a Slot<T>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let order = self.order;
+        self.slots.by_ref().find_map(|(index, slot)| {
+            let word = SlotWord::from_bits(slot.word.load(order));
+            (word.state() == State::Occupied).then(|| (Handle::new(index, word.generation()), slot))
+        })
+    }
+}
+
+/// `(handle, &value)`, from [`RawPool::entries`].
+pub(crate) struct Entries<'g, T>(Occupied<'g, T>);
+
+impl<'g, T> Iterator for Entries<'g, T> {
+    type Item = (Handle, &'g T);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (handle, slot) = self.0.next()?;
+        // SAFETY: the word was OCCUPIED (an Acquire load), so the value is
+        // initialised; the guard checked by `entries` and borrowed for 'g was
+        // pinned before that load, so the value outlives 'g even if removed.
+        Some((handle, unsafe { slot.value_ref() }))
+    }
+}
+
+/// `(handle, &mut value)`, from [`RawPool::entries_mut`].
+pub(crate) struct EntriesMut<'a, T>(Occupied<'a, T>);
+
+impl<'a, T> Iterator for EntriesMut<'a, T> {
+    type Item = (Handle, &'a mut T);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (handle, slot) = self.0.next()?;
+        // SAFETY: OCCUPIED means initialised; the iterator borrows the pool
+        // mutably for 'a and visits each slot once, so the references are
+        // unique.
+        Some((handle, unsafe { slot.value_mut() }))
+    }
+}
+
+// SAFETY: an `EntriesMut` is a `&mut` borrow of the pool handing out `&mut T`,
+// one per slot: sending it sends those `&mut T`, which needs `T: Send`, as
+// for `std::slice::IterMut`. Its own state is a cursor and a shared borrow of
+// the storage's bucket pointers, which it only loads.
+unsafe impl<T: Send> Send for EntriesMut<'_, T> {}
+
+// SAFETY: through `&EntriesMut` nothing can be reached (`next` needs `&mut`),
+// but `Sync` follows `&mut T`'s rule, `T: Sync`, as for `std::slice::IterMut`.
+unsafe impl<T: Sync> Sync for EntriesMut<'_, T> {}
+
+/// `(handle, value)` taken out of the pool, from [`RawPool::drain`].
+pub(crate) struct Drained<'a, T> {
+    pool: &'a RawPool<T>,
+    occupied: Occupied<'a, T>,
+}
+
+impl<T> Iterator for Drained<'_, T> {
+    type Item = (Handle, T);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (handle, _) = self.occupied.next()?;
+        // SAFETY: the slot is OCCUPIED and `drain` borrowed the pool mutably
+        // for as long as this iterator lives.
+        let value = unsafe { self.pool.take_exclusive(handle.index()) };
+        Some((handle, value))
+    }
+}
+
+impl<T> Drop for Drained<'_, T> {
+    fn drop(&mut self) {
+        self.for_each(drop);
+    }
+}
+
+// SAFETY: a `Drained` borrows the pool mutably and moves values out of it:
+// sending it sends those values, which needs `T: Send` (as for
+// `std::vec::Drain`). What else it touches, the slot words and a stripe's
+// free list, are atomics the pool shares between threads anyway.
+unsafe impl<T: Send> Send for Drained<'_, T> {}
+
+// SAFETY: `&Drained` reaches nothing (`next` needs `&mut`); `Sync` follows
+// `T: Sync`, as for `std::vec::Drain`.
+unsafe impl<T: Sync> Sync for Drained<'_, T> {}
+
+/// `(handle, value)`, owning the pool, from [`RawPool::into_entries`].
+pub(crate) struct IntoEntries<T> {
+    pool: RawPool<T>,
+    next: u64,
+    end: u64,
+}
+
+impl<T> Iterator for IntoEntries<T> {
+    type Item = (Handle, T);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.next < self.end {
+            let index = self.next as u32;
+            self.next += 1;
+            let Some(slot) = self.pool.storage.get(index) else {
+                continue;
+            };
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+            if word.state() == State::Occupied {
+                // SAFETY: the slot is OCCUPIED and the iterator owns the pool.
+                let value = unsafe { self.pool.take_exclusive(index) };
+                return Some((Handle::new(index, word.generation()), value));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(feature = "serde")]
+pub(crate) use snapshot::SlotEntry;
+
+/// Reading a pool slot by slot and building one from such a list (serde).
+#[cfg(feature = "serde")]
+mod snapshot {
+    use super::*;
+
+    /// What one slot holds, as a serialized pool lists it.
+    #[derive(Debug)]
+    pub(crate) enum SlotEntry<V> {
+        /// Any state but `OCCUPIED`, with the generation of the slot's last
+        /// occupant (0 if it never had one). A slot whose bucket is not
+        /// allocated yet is `Vacant(0)`.
+        Vacant(u32),
+        /// `OCCUPIED(g)` and its value: the handle `(index, g)` resolves.
+        Live(u32, V),
+    }
+
+    /// Why a list of slot entries cannot become a pool.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(crate) enum RestoreError {
+        /// More entries than the pool may have slots.
+        TooManySlots { max: u32 },
+        /// A live entry whose generation no insert could have given.
+        LiveGeneration {
+            index: usize,
+            generation: u32,
+            max: u32,
+        },
+        /// A vacant entry whose generation does not fit a slot word.
+        VacantGeneration { index: usize, generation: u32 },
+    }
+
+    impl core::fmt::Display for RestoreError {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match *self {
+                RestoreError::TooManySlots { max } => {
+                    write!(f, "more than {max} slot entries (a pool has at most {max} slots)")
+                }
+                RestoreError::LiveGeneration {
+                    index,
+                    generation,
+                    max,
+                } => write!(
+                    f,
+                    "slot {index}: live entry with generation {generation} (live generations are 1..={max})"
+                ),
+                RestoreError::VacantGeneration { index, generation } => write!(
+                    f,
+                    "slot {index}: vacant entry with generation {generation} (generations are at most {})",
+                    crate::handle::MAX_GENERATION
+                ),
+            }
+        }
+    }
+
+    impl<T> RawPool<T> {
+        /// What slot `index` holds, from one load of its word: every entry is
+        /// a state the slot actually had. A live value is borrowed for as
+        /// long as `guard` stays pinned, even if removed meanwhile.
+        ///
+        /// # Panics
+        /// As [`get`](RawPool::get).
+        pub(crate) fn read_slot<'a>(&'a self, index: u32, guard: &'a Guard) -> SlotEntry<&'a T> {
+            self.reclaimer.check_guard(guard);
+            let Some(slot) = self.storage.get(index) else {
+                // Reserved, bucket not allocated yet: never occupied.
+                return SlotEntry::Vacant(0);
+            };
+            // Acquire pairs with the Release store in `publish`: once the word
+            // says OCCUPIED, the value written before it is visible.
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Acquire));
+            if word.state() == State::Occupied {
+                // SAFETY: as in `get`: OCCUPIED, seen under a guard of the
+                // right collector pinned before the load, and `&'a self`.
+                SlotEntry::Live(word.generation(), unsafe { slot.value_ref() })
+            } else {
+                SlotEntry::Vacant(word.generation())
+            }
+        }
+
+        /// Checks that `entry` could describe slot `index` of this pool.
+        ///
+        /// # Errors
+        /// An index at or above `max_slots`; a live generation outside
+        /// `1..=max_generation`; a vacant generation above `MAX_GENERATION`.
+        pub(crate) fn check_entry<V>(
+            &self,
+            index: usize,
+            entry: &SlotEntry<V>,
+        ) -> Result<(), RestoreError> {
+            let max_slots = self.config.max_slots;
+            if index >= max_slots as usize {
+                return Err(RestoreError::TooManySlots { max: max_slots });
+            }
+            let max = self.config.max_generation;
+            match *entry {
+                SlotEntry::Live(generation, _) if generation == 0 || generation > max => {
+                    Err(RestoreError::LiveGeneration {
+                        index,
+                        generation,
+                        max,
+                    })
+                }
+                SlotEntry::Vacant(generation) if generation > crate::handle::MAX_GENERATION => {
+                    Err(RestoreError::VacantGeneration { index, generation })
+                }
+                _ => Ok(()),
+            }
+        }
+
+        /// Gives an empty pool exactly `entries.len()` slots, slot `i` as
+        /// entry `i` says. Every entry is checked before anything is
+        /// written, so on error the values are still in `entries` and
+        /// dropped with it, and the pool stays empty. Allocates the slots
+        /// themselves only: at most about `2 * len + 64`.
+        ///
+        /// # Panics
+        /// If the pool has ever handed out a slot.
+        pub(crate) fn restore(&mut self, entries: Vec<SlotEntry<T>>) -> Result<(), RestoreError> {
+            assert_eq!(self.slots_used(), 0, "restore needs an empty pool");
+            for (index, entry) in entries.iter().enumerate() {
+                self.check_entry(index, entry)?;
+            }
+            // Checked above: every index is below `max_slots`, a `u32`.
+            let count = entries.len() as u32;
+            if count == 0 {
+                return Ok(());
+            }
+            let Some((0, reserved)) = self.reserve_fresh(count) else {
+                unreachable!("an empty pool reserves from slot 0");
+            };
+            debug_assert_eq!(reserved, count);
+            let max_generation = self.config.max_generation;
+            let mut live = 0isize;
+            // FREE slots, linked in index order: built back to front.
+            let mut free: Option<Chain> = None;
+            for (index, entry) in entries.into_iter().enumerate().rev() {
+                let index = index as u32;
+                let slot = self.storage.slot(index);
+                match entry {
+                    SlotEntry::Live(generation, value) => {
+                        // `&mut self` is exclusive and the slot was just
+                        // reserved fresh: this thread owns it.
+                        let acquired = Acquired {
+                            index,
+                            slot,
+                            generation,
+                        };
+                        publish(acquired, value);
+                        live += 1;
+                    }
+                    SlotEntry::Vacant(generation) => {
+                        let word =
+                            SlotWord::vacated(generation, Chain::link_to(free), max_generation);
+                        // Relaxed: published by the free list's push below,
+                        // and the pool is reached through `&mut` or a move.
+                        slot.word.store(word.to_bits(), Ordering::Relaxed);
+                        if word.state() == State::Free {
+                            free = Some(Chain::prepend(free, index));
+                        }
+                    }
+                }
+            }
+            let home = self.stripes.home();
+            if let Some(chain) = free {
+                self.stripes[home].free.push(&self.storage, chain);
+            }
+            // The length counts pops; the live values came without any.
+            self.stripes[home].adjust_len(live);
+            Ok(())
+        }
+    }
+}

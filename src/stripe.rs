@@ -1,0 +1,135 @@
+//! Stripes: each thread's own free list and removal batch, on a cache line
+//! of their own, and the pool's length, kept in shares per stripe.
+//!
+//! # Why stripes
+//!
+//! A single free-list head (or length counter) is one cache line that every
+//! insert and remove writes; at 16 to 128 threads that line, not the work,
+//! sets the throughput. So the pool keeps a small power-of-two number of
+//! stripes (four per core, at most 64) and a thread uses the stripe its
+//! per-thread number picks (`sync::thread_stripe_hint`), its *home*. There
+//! is no thread limit: threads beyond the stripe count share stripes, which
+//! costs contention, never correctness. An insert whose home is empty takes
+//! from the others before it takes fresh slots, so reusable slots are never
+//! stranded on another thread's stripe.
+//!
+//! # The length identity
+//!
+//! A stripe's share of the pool's length, mod 2^32, is
+//!
+//! ```text
+//! share = pops of its free list        (every insert pops once)
+//!       - removals on its batch        (every `remove` pushes once)
+//!       + corrections                  (`adjust_len`, below)
+//! ```
+//!
+//! and the pool's length is the sum of the shares. Deriving it from words
+//! the operations write anyway spares each of them a counter RMW. The
+//! corrections are for what bypasses a pop or a batch: inserts into fresh
+//! slots claimed in blocks (`+n` per claim), slots given back unfilled
+//! (`-1` each, as the pop counted them), exclusive removals (`-1`), and
+//! live values restored by deserialization (`+n`).
+
+use crossbeam_utils::CachePadded;
+
+use crate::lists::{FreeList, RemovalBatch};
+use crate::sync::{thread_stripe_hint, AtomicIsize, Ordering};
+
+/// One stripe (see the module docs).
+pub(crate) struct Stripe {
+    pub(crate) free: FreeList,
+    pub(crate) removals: RemovalBatch,
+    corrections: AtomicIsize,
+}
+
+impl Stripe {
+    fn new() -> Self {
+        Stripe {
+            free: FreeList::new(),
+            removals: RemovalBatch::new(),
+            corrections: AtomicIsize::new(0),
+        }
+    }
+
+    /// This stripe's share of the length, mod 2^32 (see the module docs).
+    #[inline]
+    pub(crate) fn len_share(&self) -> u32 {
+        let corrections = self.corrections.load(Ordering::Relaxed) as u32;
+        self.free
+            .pops()
+            .wrapping_sub(self.removals.removals())
+            .wrapping_add(corrections)
+    }
+
+    /// Records a length change that bypassed the pops and batches.
+    #[inline]
+    pub(crate) fn adjust_len(&self, delta: isize) {
+        self.corrections.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+/// Which stripe: an index below the pool's stripe count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StripeIndex(usize);
+
+impl StripeIndex {
+    /// The index as a plain number (for the reclaimer's per-stripe lists).
+    #[inline]
+    pub(crate) fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// The pool's stripes.
+pub(crate) struct Stripes {
+    stripes: Box<[CachePadded<Stripe>]>,
+}
+
+impl Stripes {
+    /// `count` stripes, a power of two.
+    pub(crate) fn new(count: usize) -> Self {
+        assert!(
+            count.is_power_of_two(),
+            "the stripe count is a power of two"
+        );
+        Stripes {
+            stripes: (0..count)
+                .map(|_| CachePadded::new(Stripe::new()))
+                .collect(),
+        }
+    }
+
+    /// The calling thread's stripe.
+    #[inline]
+    pub(crate) fn home(&self) -> StripeIndex {
+        StripeIndex(thread_stripe_hint() & (self.stripes.len() - 1))
+    }
+
+    /// Every stripe but `home`, starting after it.
+    pub(crate) fn others(&self, home: StripeIndex) -> impl Iterator<Item = StripeIndex> {
+        let mask = self.stripes.len() - 1;
+        (1..self.stripes.len()).map(move |step| StripeIndex((home.0 + step) & mask))
+    }
+
+    /// Every stripe, starting at `home`.
+    pub(crate) fn all_from(&self, home: StripeIndex) -> impl Iterator<Item = StripeIndex> {
+        core::iter::once(home).chain(self.others(home))
+    }
+
+    /// The pool's length: the shares' sum, mod 2^32 (see the module docs).
+    pub(crate) fn len_sum(&self) -> u32 {
+        self.stripes
+            .iter()
+            .map(|stripe| stripe.len_share())
+            .fold(0u32, u32::wrapping_add)
+    }
+}
+
+impl core::ops::Index<StripeIndex> for Stripes {
+    type Output = Stripe;
+
+    #[inline]
+    fn index(&self, index: StripeIndex) -> &Stripe {
+        &self.stripes[index.0]
+    }
+}
