@@ -17,6 +17,14 @@ mod slot;
 mod storage;
 mod sync;
 
+// The loom models run as this library's unit tests (see `ci/loom.sh`), so
+// loom is only a dev-dependency; the models name the crate `handle_pool`.
+#[cfg(all(test, handle_pool_loom))]
+extern crate self as handle_pool;
+#[cfg(all(test, handle_pool_loom))]
+#[path = "../loom_tests/main.rs"]
+mod loom_tests;
+
 pub use collect::IntoIter;
 #[doc(hidden)]
 pub use config::Config;
