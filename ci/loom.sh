@@ -7,10 +7,12 @@
 # against ReferenceTable, value drop counts and loom's causality checks.
 #
 # Measured on the 2-core development machine, LOOM_MAX_PREEMPTIONS=2:
-# 5 min 47 s in all at commit f1948d1 (build cached; 23 tests, 17 of them
-# models, about 1.4 million executions), idle machine, 2026-11-22. Earlier
-# runs took 3 min 14 s from an empty target dir under other load: the time
-# depends on the models more than on the machine.
+# 11 min 33 s in all at commit 09f9a09, the first run as the library's unit
+# tests (from an empty target dir: built in 66 s, models ran in 627 s; 23
+# tests, 17 of them models, 3.1 million executions), 2026-11-22, while
+# other builds ran on the machine. Before, at commit f1948d1: 5 min 47 s
+# (build cached, idle machine); earlier still, 3 min 14 s from an empty
+# target dir under other load: the time depends on the load and the models.
 #
 # Usage: ci/loom.sh [test name filter] [other libtest arguments]
 # Environment: LOOM_MAX_PREEMPTIONS (default 2; 3 explores 7 to 8 times as
