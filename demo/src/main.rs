@@ -14,7 +14,7 @@
 //!
 //! The seed fixes every entity's choices, so the entity counts repeat from
 //! run to run; which slot a spawn lands in depends on thread timing, so the
-//! targets picked, and with them the stale-lookup count, vary slightly.
+//! targets picked, and with them the lookup counts, vary slightly.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
