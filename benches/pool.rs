@@ -1,14 +1,15 @@
 //! Criterion benches: `handle_pool` against the real alternatives.
 //!
-//! `cargo bench` runs the whole matrix; `HANDLE_POOL_BENCH_QUICK=1 cargo bench`
-//! a reduced one (get 100k only, 1, 2 and 8 threads, short measurements).
-//! Criterion's usual filter works too: `cargo bench -- churn/`.
+//! `cargo bench -p handle-pool-benches --bench pool` runs the whole matrix;
+//! with `HANDLE_POOL_BENCH_QUICK=1` a reduced one (get 100k only, 1, 2 and 8
+//! threads, short measurements). Criterion's usual filter works too:
+//! `cargo bench -p handle-pool-benches --bench pool -- churn/`.
 //!
 //! Throughput is in operations: lookups, inserts, operations of the mixed
 //! workload, or insert+remove pairs for the churn workloads. Capacity and
 //! peak live count (churn, churn_window64, mixed) are printed after each
-//! of those benches, from its last run. `cargo run --release --example
-//! bench_report` runs the same workloads without criterion and writes
+//! of those benches, from its last run. `cargo run --release -p
+//! handle-pool-benches --bin bench_report` runs the same workloads without criterion and writes
 //! `BENCHES.md`.
 
 use std::time::Duration;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use handle_pool::{pin, Config, Handle, HandlePool};
 
-use crate::history::{self, Event, History, Id, Op, Outcome};
+use super::history::{self, Event, History, Id, Op, Outcome};
 
 /// The pool type every model uses.
 pub type Pool = HandlePool<Tracked>;

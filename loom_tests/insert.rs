@@ -2,7 +2,7 @@
 
 use handle_pool::Config;
 
-use crate::harness::{expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached};
+use super::harness::{expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached};
 
 /// One reusable slot, two inserts: one gets it (popping it, or reclaiming
 /// its released batch first), the other takes a fresh slot; neither gets
@@ -58,7 +58,7 @@ fn insert_reclaims_a_batch_released_on_another_stripe() {
             // The main thread's stripe is 0 (it is the first to ask).
             r.insert(pool, 0);
             r.remove(pool, 0);
-            crate::harness::collect_garbage();
+            super::harness::collect_garbage();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.

@@ -2,7 +2,7 @@
 
 use handle_pool::Config;
 
-use crate::harness::{setup, step, teardown, Model, Reached};
+use super::harness::{setup, step, teardown, Model, Reached};
 
 /// An iteration runs while another thread removes one value and inserts
 /// another. Each item yielded was in the pool during the iteration, under

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use handle_pool::Config;
 
-use crate::harness::{
+use super::harness::{
     collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached,
     Recorder,
 };

@@ -2,7 +2,7 @@
 
 use handle_pool::{pin, Config};
 
-use crate::harness::{collect_garbage, setup, step, teardown, Model, Reached, Tracked};
+use super::harness::{collect_garbage, setup, step, teardown, Model, Reached, Tracked};
 
 /// An insert and the remove of another value, on different stripes: the
 /// removed slot's batch is released on the remover's stripe and the

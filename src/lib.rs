@@ -34,6 +34,14 @@ mod storage;
 mod stripe;
 mod sync;
 
+// The loom models run as this library's unit tests (see `ci/loom.sh`), so
+// loom is only a dev-dependency; the models name the crate `handle_pool`.
+#[cfg(all(test, handle_pool_loom))]
+extern crate self as handle_pool;
+#[cfg(all(test, handle_pool_loom))]
+#[path = "../loom_tests/main.rs"]
+mod loom_tests;
+
 pub use collect::IntoIter;
 /// Pool parameters for this crate's own tests (feature `testing`; not part
 /// of the stable API).

@@ -452,7 +452,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get_disjoint_mut(handles.map(PoolHandle::handle))
     }
 
-    /// The raw pool (for the iterators, `collect` and `serde_impl`).
+    /// The raw pool (for `serde_impl`).
+    #[cfg(feature = "serde")]
     pub(crate) fn raw(&self) -> &RawPool<T> {
         &self.raw
     }
@@ -463,7 +464,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         &mut self.raw
     }
 
-    /// The raw pool, owned.
+    /// The raw pool, owned (for `IntoIter`).
     pub(crate) fn into_raw(self) -> RawPool<T> {
         self.raw
     }

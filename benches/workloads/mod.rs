@@ -1,5 +1,5 @@
 //! Workloads shared by the criterion bench (`benches/pool.rs`) and the report
-//! generator (`examples/bench_report.rs`).
+//! generator (`src/bin/bench_report.rs`).
 //!
 //! Every workload runs its threads on a [`Barrier`]; each thread takes its
 //! start time when it leaves the barrier and its end time when its timed loop

@@ -1,6 +1,6 @@
 //! Memory under churn: threads do insert→remove pairs keeping at most 64
 //! live values each, and we report the pool's capacity (slots allocated)
-//! at the end. Usage: `cargo run --release --example churn_capacity [pairs]`
+//! at the end. Usage: `cargo run --release -p handle-pool-benches --bin churn_capacity [pairs]`
 //! (default 10 million pairs per thread count, split over the threads).
 
 use std::collections::VecDeque;

@@ -16,9 +16,9 @@
 //! compare equal work.
 //!
 //! ```sh
-//! cargo run --release --example job_system                 # 200 frames: ~7 s on an idle 2-core machine
-//! cargo run --release --example job_system -- --threads 8  # oversubscribed
-//! cargo run --release --example job_system -- --long       # 5000 frames, with progress
+//! cargo run --release -p handle-pool-benches --bin lockstep                 # 200 frames: ~7 s on an idle 2-core machine
+//! cargo run --release -p handle-pool-benches --bin lockstep -- --threads 8  # oversubscribed
+//! cargo run --release -p handle-pool-benches --bin lockstep -- --long       # 5000 frames, with progress
 //! ```
 //!
 //! Each frame has phases, parallel inside and separated by rayon's joins, so
@@ -745,7 +745,7 @@ struct Args {
 }
 
 const USAGE: &str = "\
-usage: job_system [--threads N] [--frames N | --long] [--seed N] [--progress]
+usage: lockstep [--threads N] [--frames N | --long] [--seed N] [--progress]
 
   --threads N   rayon worker threads (default: the machine's cores)
   --frames N    frames to simulate (default 200)
@@ -763,7 +763,7 @@ fn parse_args() -> Args {
     };
     let mut it = env::args().skip(1);
     let fail = |message: String| -> ! {
-        eprintln!("job_system: {message}\n\n{USAGE}");
+        eprintln!("lockstep: {message}\n\n{USAGE}");
         process::exit(2)
     };
     while let Some(arg) = it.next() {
@@ -820,7 +820,7 @@ fn main() {
         .build()
         .expect("rayon thread pool");
     println!(
-        "job_system: {} rayon workers ({} cores), {} frames, seed {:#x}",
+        "lockstep: {} rayon workers ({} cores), {} frames, seed {:#x}",
         args.threads,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         args.frames,
