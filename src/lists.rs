@@ -43,10 +43,12 @@
 //! |-----------|-------------|-----------------------------------|----|
 //! | push      | `(c, h)`    | `(c + n, first)`, `tail → h`      | a remover whose push leaves it below the batch size (CAS) |
 //! | seal      | `(c, h)`    | `(0, NIL)`, returns `(c + n, first)` | the remover whose push fills it (CAS) |
-//! | take all  | `(c, h)`    | `(0, NIL)`                        | exclusive reclamation (swap) |
+//! | seal if still | `(c, h)` | `(0, NIL)` if unchanged since read | a sweep or `flush` (CAS) |
+//! | take all  | `(c, h)`    | `(0, NIL)`                        | `flush`, exclusive reclamation (swap) |
 //!
-//! Only push and take-all happen, so no tag is needed: a push succeeds only
-//! if the head it linked to is still the head. `sealed` counts every slot
+//! Only pushes and takes of the whole batch happen, so no tag is needed: a
+//! push succeeds only if the head it linked to is still the head, and a
+//! take gets whatever chain the word names at that instant. `sealed` counts every slot
 //! ever taken off, which with `count` gives the removals this stripe has seen
 //! (for the length: see `stripe`).
 
@@ -117,13 +119,13 @@ impl FreeList {
         high(self.word.load(Ordering::Relaxed))
     }
 
-    /// Pops a free slot; returns its index, the slot and its `FREE` word.
-    /// The caller owns the slot from then on.
+    /// Pops a free slot; returns its index, the slot, its `FREE` word and
+    /// the list's pop count after this pop. The caller owns the slot.
     #[inline]
     pub(crate) fn pop<'a, T>(
         &self,
         storage: &'a Storage<T>,
-    ) -> Option<(u32, &'a Slot<T>, SlotWord)> {
+    ) -> Option<(u32, &'a Slot<T>, SlotWord, u32)> {
         // Acquire pairs with the Release CAS in `push`: the links the pusher
         // wrote, and the reclaimer's drop of the old value, are visible.
         let mut head = self.word.load(Ordering::Acquire);
@@ -142,7 +144,7 @@ impl FreeList {
                 .word
                 .compare_exchange_weak(head, next, Ordering::Acquire, Ordering::Acquire)
             {
-                Ok(_) => return Some((index, slot, word)),
+                Ok(_) => return Some((index, slot, word, high(next))),
                 Err(actual) => head = actual,
             }
         }
@@ -283,6 +285,36 @@ impl RemovalBatch {
                 }
             }
         }
+    }
+
+    /// The batch's word as it is now, for [`seal_if_still`](Self::seal_if_still).
+    #[inline]
+    pub(crate) fn word(&self) -> u64 {
+        self.word.load(Ordering::Relaxed)
+    }
+
+    /// Whether `word` (from [`word`](Self::word)) holds no slot.
+    #[inline]
+    pub(crate) fn is_empty_word(word: u64) -> bool {
+        low(word) == NIL
+    }
+
+    /// Seals the batch if its word is still `seen`: nobody pushed onto it
+    /// (or sealed it) since. Returns what it sealed.
+    pub(crate) fn seal_if_still(&self, seen: u64) -> Option<SealedBatch> {
+        if low(seen) == NIL {
+            return None;
+        }
+        // Acquire, as when a remover seals a full batch: the pushers'
+        // Release CASes made their links visible.
+        self.word
+            .compare_exchange(seen, pack(0, NIL), Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        self.sealed.fetch_add(high(seen) as u64, Ordering::Relaxed);
+        Some(SealedBatch {
+            head: low(seen),
+            count: high(seen),
+        })
     }
 
     /// Takes whatever the batch holds.

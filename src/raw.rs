@@ -12,12 +12,17 @@ use crossbeam_utils::CachePadded;
 
 use crate::config::Config;
 use crate::handle::Handle;
-use crate::lists::Chain;
+use crate::lists::{Chain, RemovalBatch};
 use crate::reclaim::Reclaimer;
 use crate::slot::{Panic, Slot, SlotWord, State, NIL};
 use crate::storage::{Slots, Storage};
 use crate::stripe::{StripeIndex, Stripes};
 use crate::sync::{yield_now, AtomicU64, Ordering};
+
+/// A stripe is swept (see [`RawPool::sweep`]) once per this many pops of
+/// its free list, and once per this many batches it seals.
+const SWEEP_EVERY_POPS: u32 = 256;
+const SWEEP_EVERY_SEALS: u32 = 4;
 
 /// The pool without its handle type.
 pub(crate) struct RawPool<T> {
@@ -319,7 +324,15 @@ impl<T> RawPool<T> {
                 return Some(found);
             }
         }
-        self.acquire_fresh(home, self.config.fresh_block)
+        if let Some(found) = self.acquire_fresh(home, self.config.fresh_block) {
+            return Some(found);
+        }
+        // Full: before failing, make every removed slot reusable that can
+        // be, and look at every stripe once more.
+        self.seal_and_reclaim_all(home);
+        self.stripes
+            .all_from(home)
+            .find_map(|stripe| self.pop_from(stripe))
     }
 
     /// Reclaims `from`'s ready batches onto `into`'s free list; returns
@@ -354,14 +367,63 @@ impl<T> RawPool<T> {
 
     #[inline]
     fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
-        self.stripes[stripe]
-            .free
-            .pop(&self.storage)
-            .map(|(index, slot, word)| Acquired {
-                index,
-                slot,
-                generation: word.generation() + 1,
-            })
+        let (index, slot, word, pops) = self.stripes[stripe].free.pop(&self.storage)?;
+        if pops % SWEEP_EVERY_POPS == 0 {
+            self.sweep(stripe, pops / SWEEP_EVERY_POPS);
+        }
+        Some(Acquired {
+            index,
+            slot,
+            generation: word.generation() + 1,
+        })
+    }
+
+    /// Keeps reclamation going whatever the pool's traffic: visits one
+    /// stripe (every stripe in turn, round-robin from `from`), seals its
+    /// partial removal batch if nobody added to it since the last visit,
+    /// reclaims its ready batches onto `from`'s free list, and otherwise
+    /// pushes the epoch if batches are waiting for it. Run once per
+    /// `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed batches on
+    /// each stripe, so a removed value is dropped after a bounded number of
+    /// later inserts or removes on any thread, even if the thread that
+    /// removed it never touches the pool again.
+    #[cold]
+    #[inline(never)]
+    fn sweep(&self, from: StripeIndex, turn: u32) {
+        let target = self.stripes.sweep_target(from, turn);
+        let stripe = &self.stripes[target];
+        let word = stripe.removals.word();
+        if !RemovalBatch::is_empty_word(word) && stripe.unchanged_since_last_sweep(word) {
+            if let Some(batch) = stripe.removals.seal_if_still(word) {
+                self.reclaimer.defer(target, batch);
+            }
+        }
+        if self.reclaimer.has_ready(target) {
+            self.reclaim_into(target, from);
+        } else if self.reclaimer.in_flight() > 0 {
+            self.reclaimer.advance_epoch();
+        }
+    }
+
+    /// Seals every stripe's partial batch, pushes the epoch until every
+    /// batch deferred so far is ready (unless a guard pinned before it holds
+    /// it back), and reclaims every ready batch onto `home`'s free list.
+    fn seal_and_reclaim_all(&self, home: StripeIndex) {
+        for stripe in self.stripes.all_from(home) {
+            if let Some(batch) = self.stripes[stripe].removals.take_all() {
+                self.reclaimer.defer(stripe, batch);
+            }
+        }
+        self.reclaimer.settle();
+        for stripe in self.stripes.all_from(home) {
+            self.reclaim_into(stripe, home);
+        }
+    }
+
+    /// Drops every removed value no guard protects and makes its slot
+    /// reusable: see [`HandlePool::flush`](crate::HandlePool::flush).
+    pub(crate) fn flush(&self) {
+        self.seal_and_reclaim_all(self.stripes.home());
     }
 
     /// Reserves up to `count` never-used slots with one atomic step, puts
@@ -419,7 +481,12 @@ impl<T> RawPool<T> {
     fn claim(&self, home: StripeIndex, want: u32) -> Option<Claimed<'_, T>> {
         let want = want.max(1);
         let run = loop {
-            if let Some((first, count)) = self.stripes[home].free.pop_run(&self.storage, want) {
+            let free = &self.stripes[home].free;
+            if let Some((first, count)) = free.pop_run(&self.storage, want) {
+                let pops = free.pops();
+                if pops % SWEEP_EVERY_POPS < count {
+                    self.sweep(home, pops / SWEEP_EVERY_POPS);
+                }
                 break Run::Popped { next: first, count };
             }
             if !self.reclaim_into(home, home) {
@@ -487,9 +554,19 @@ impl<T> RawPool<T> {
             )
         };
         if let Some(full) = removals.push(index, 1, current, self.config.batch, relink) {
-            self.reclaimer.defer(home, full);
+            self.sealed(home, full);
         }
         true
+    }
+
+    /// Hands a batch this thread just sealed to the reclaimer, and sweeps
+    /// once per `SWEEP_EVERY_SEALS` batches.
+    fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch) {
+        self.reclaimer.defer(home, batch);
+        let seals = self.stripes[home].removals.removals() / self.config.batch;
+        if seals % SWEEP_EVERY_SEALS == 0 {
+            self.sweep(home, seals / SWEEP_EVERY_SEALS);
+        }
     }
 
     /// Removes the values of `handles` (skipping stale and repeated ones)
@@ -760,7 +837,7 @@ impl<T> Drop for RemovedChain<'_, T> {
         relink(link);
         if let Some(full) = removals.push(self.head, self.count, current, pool.config.batch, relink)
         {
-            pool.reclaimer.defer(home, full);
+            pool.sealed(home, full);
         }
     }
 }

@@ -25,8 +25,8 @@
 //! collecting thread is pinned, and a thread preempted while pinned stops the
 //! epoch for everyone; every microsecond spent pinned is a chance for an
 //! oversubscribed machine to stall all reuse and make the pool grow. The
-//! remover's own pinned window is likewise just `defer`, plus a `flush` for
-//! one batch in four.
+//! remover's own pinned window is likewise just `defer` and a `flush` (so
+//! the batch reaches the global queue even if this thread never pins again).
 //!
 //! # What a deferred closure holds
 //!
@@ -65,8 +65,10 @@ use crate::storage::Storage;
 use crate::stripe::StripeIndex;
 use crate::sync::{Arc, AtomicIsize, AtomicPtr, Ordering};
 
-/// A remover flushes its local bag for one batch in this many.
-const FLUSH_EVERY: isize = 4;
+/// At most this many epoch pushes in [`Reclaimer::settle`]: crossbeam
+/// frees what was deferred two epochs back, and a push can fail to advance
+/// while another thread is briefly pinned.
+const SETTLE_ROUNDS: usize = 8;
 
 /// The reclamation state of one pool.
 pub(crate) struct Reclaimer {
@@ -136,18 +138,27 @@ impl Reclaimer {
         });
         let header = Arc::clone(&self.header);
         // Relaxed: a hint for inserts deciding whether to push the epoch.
-        let sealed = self.header.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.header.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = crossbeam_epoch::pin();
         guard.defer(move || {
             header.ready[stripe.get()].push(node);
             header.in_flight.fetch_sub(1, Ordering::Relaxed);
         });
-        // The batch sits in this thread's local bag until the bag is flushed
-        // to the global queue. Flushing (and collecting) costs about a
-        // microsecond pinned, so a remover does it for one batch in four; an
-        // insert that runs out of slots pushes the epoch too.
-        if sealed % FLUSH_EVERY == 0 {
-            guard.flush();
+        // Straight to the global queue: left in this thread's local bag, the
+        // batch would wait for this thread to pin again, which a thread
+        // that goes idle may never do.
+        guard.flush();
+    }
+
+    /// Pushes the epoch until no batch is in flight, or for at most
+    /// `SETTLE_ROUNDS` rounds (a guard pinned before a batch was deferred
+    /// holds it back for as long as it lives).
+    pub(crate) fn settle(&self) {
+        for _ in 0..SETTLE_ROUNDS {
+            if self.in_flight() == 0 {
+                return;
+            }
+            self.advance_epoch();
         }
     }
 

@@ -152,7 +152,7 @@ impl<T> Storage<T> {
 /// allocation does the job: large buckets then come straight from the OS as
 /// untouched zero pages instead of being written slot by slot. Loom's atomics
 /// must be constructed.
-#[cfg(not(handle_pool_loom))]
+#[cfg(not(all(test, handle_pool_loom)))]
 fn new_slots<T>(len: usize) -> Box<[Slot<T>]> {
     use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
     if len == 0 || core::mem::size_of::<Slot<T>>() == 0 {
@@ -171,7 +171,7 @@ fn new_slots<T>(len: usize) -> Box<[Slot<T>]> {
     unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(ptr, len)) }
 }
 
-#[cfg(handle_pool_loom)]
+#[cfg(all(test, handle_pool_loom))]
 fn new_slots<T>(len: usize) -> Box<[Slot<T>]> {
     (0..len).map(|_| Slot::new()).collect()
 }

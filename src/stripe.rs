@@ -33,13 +33,16 @@
 use crossbeam_utils::CachePadded;
 
 use crate::lists::{FreeList, RemovalBatch};
-use crate::sync::{thread_stripe_hint, AtomicIsize, Ordering};
+use crate::sync::{thread_stripe_hint, AtomicIsize, AtomicU64, Ordering};
 
 /// One stripe (see the module docs).
 pub(crate) struct Stripe {
     pub(crate) free: FreeList,
     pub(crate) removals: RemovalBatch,
     corrections: AtomicIsize,
+    /// The removal batch's word when a sweep last looked (see `raw`'s
+    /// `sweep`): a batch unchanged between two looks is sealed.
+    swept: AtomicU64,
 }
 
 impl Stripe {
@@ -48,7 +51,15 @@ impl Stripe {
             free: FreeList::new(),
             removals: RemovalBatch::new(),
             corrections: AtomicIsize::new(0),
+            swept: AtomicU64::new(0),
         }
+    }
+
+    /// Notes that a sweep sees the removal batch's word `word`; returns
+    /// whether the previous sweep saw the same (nobody removed since).
+    #[inline]
+    pub(crate) fn unchanged_since_last_sweep(&self, word: u64) -> bool {
+        self.swept.swap(word, Ordering::Relaxed) == word
     }
 
     /// This stripe's share of the length, mod 2^32 (see the module docs).
@@ -109,6 +120,13 @@ impl Stripes {
     pub(crate) fn others(&self, home: StripeIndex) -> impl Iterator<Item = StripeIndex> {
         let mask = self.stripes.len() - 1;
         (1..self.stripes.len()).map(move |step| StripeIndex((home.0 + step) & mask))
+    }
+
+    /// The stripe a sweep visits on its `turn`-th round from `home`: every
+    /// stripe, in turn.
+    #[inline]
+    pub(crate) fn sweep_target(&self, home: StripeIndex, turn: u32) -> StripeIndex {
+        StripeIndex((home.0 + turn as usize) & (self.stripes.len() - 1))
     }
 
     /// Every stripe, starting at `home`.

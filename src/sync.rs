@@ -1,34 +1,37 @@
 //! The only module that names atomics, `UnsafeCell`, `Arc` and thread-locals.
 //!
-//! Under `--cfg handle_pool_loom` everything comes from `loom`, so the model
-//! tests in `loom_tests/` explore every interleaving of the real code; otherwise
-//! from `std`. The std `UnsafeCell` wrapper offers loom's closure API so both
+//! When the library is built as its own unit tests under `--cfg
+//! handle_pool_loom` (see `ci/loom.sh`), everything comes from `loom`, so the
+//! models in `loom_tests/` explore every interleaving of the real code;
+//! otherwise from `std`. (`test` is part of the switch because loom is a
+//! dev-dependency: the library built as a dependency, even of its own tests,
+//! must not need it.) The std `UnsafeCell` wrapper offers loom's closure API so both
 //! builds compile the same code. Nothing here appears in a public signature.
 
-#[cfg(handle_pool_loom)]
+#[cfg(all(test, handle_pool_loom))]
 pub(crate) use loom::thread::yield_now;
-#[cfg(not(handle_pool_loom))]
+#[cfg(not(all(test, handle_pool_loom)))]
 pub(crate) use std::thread::yield_now;
 
-#[cfg(handle_pool_loom)]
+#[cfg(all(test, handle_pool_loom))]
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::atomic::{AtomicIsize, AtomicPtr, AtomicU64, Ordering},
     sync::Arc,
 };
 
-#[cfg(not(handle_pool_loom))]
+#[cfg(not(all(test, handle_pool_loom)))]
 pub(crate) use std::sync::{
     atomic::{AtomicIsize, AtomicPtr, AtomicU64, Ordering},
     Arc,
 };
 
 /// `std::cell::UnsafeCell` with loom's `with`/`with_mut` API.
-#[cfg(not(handle_pool_loom))]
+#[cfg(not(all(test, handle_pool_loom)))]
 #[derive(Debug)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
-#[cfg(not(handle_pool_loom))]
+#[cfg(not(all(test, handle_pool_loom)))]
 impl<T> UnsafeCell<T> {
     pub(crate) const fn new(value: T) -> Self {
         Self(std::cell::UnsafeCell::new(value))
@@ -54,7 +57,7 @@ impl<T> UnsafeCell<T> {
 pub(crate) fn thread_stripe_hint() -> usize {
     use std::cell::Cell;
 
-    #[cfg(not(handle_pool_loom))]
+    #[cfg(not(all(test, handle_pool_loom)))]
     {
         use std::sync::atomic::AtomicUsize;
         static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -70,7 +73,7 @@ pub(crate) fn thread_stripe_hint() -> usize {
     }
     // Under loom the counter must be reset for every explored execution, or
     // the model would not be deterministic.
-    #[cfg(handle_pool_loom)]
+    #[cfg(all(test, handle_pool_loom))]
     {
         use loom::sync::atomic::AtomicUsize;
         loom::lazy_static! {
