@@ -1,13 +1,27 @@
-//! Chunked, stable slot storage: buckets of doubling size, allocated lazily.
+//! Chunked, stable slot storage: buckets allocated lazily, four per doubling.
 //!
-//! Bucket `b` holds `first << b` slots, so bucket 0 covers indices
-//! `0..first`, bucket 1 `first..3 * first`, and so on; an index maps to its
-//! bucket with one `leading_zeros`. A bucket is allocated the first time an
-//! index in it is handed out, by a CAS on its pointer: a thread that loses the
-//! race frees its own allocation and uses the winner's. Buckets never move and
-//! are freed only when the storage is dropped, so a `&T` into a slot stays
-//! valid however many inserts follow, and no maximum capacity is fixed up
-//! front.
+//! Indices are grouped in *levels* of doubling size: with a first level of
+//! `first` slots, level 0 covers indices `0..first`, level 1
+//! `first..3 * first`, level 2 `3 * first..7 * first`, and so on. Each level
+//! is cut into four buckets of equal size (levels too small to cut have
+//! buckets of one slot), so the storage grows by a quarter of what it has at
+//! a time, and allocated slots never exceed `1.25 ×` those in use plus one
+//! bucket, where doubling alone would allow `2 ×`.
+//!
+//! An index finds its bucket with one `leading_zeros` and two shifts:
+//!
+//! ```text
+//! shifted = index + first          // level l holds shifted in [2^t, 2^(t+1)), t = first_shift + l
+//! t       = log2(shifted)          // one leading_zeros
+//! quarter = (shifted >> (t - 2)) & 3   // the two bits below the top one
+//! bucket  = (l << 2) | quarter,  offset = shifted & (2^(t-2) - 1)
+//! ```
+//!
+//! A bucket is allocated the first time an index in it is handed out, by a
+//! CAS on its pointer: a thread that loses the race frees its own allocation
+//! and uses the winner's. Buckets never move and are freed only when the
+//! storage is dropped, so a `&T` into a slot stays valid however many inserts
+//! follow, and no maximum capacity is fixed up front.
 
 use core::marker::PhantomData;
 use core::ptr;
@@ -15,10 +29,11 @@ use core::ptr;
 use crate::slot::Slot;
 use crate::sync::{AtomicPtr, Ordering};
 
-/// Enough buckets for every index up to `MAX_INDEX` with a first bucket of
-/// one slot (33 are needed); 64 so that `bucket & (BUCKETS - 1)` proves the
-/// index in range without a bounds check.
-const BUCKETS: usize = 64;
+/// Four buckets per level, and enough levels for every index up to
+/// `MAX_INDEX` with a first level of one slot (33 are needed); 64 levels so
+/// that `bucket & (BUCKETS - 1)` proves the index in range without a bounds
+/// check.
+const BUCKETS: usize = 4 * 64;
 
 pub(crate) struct Storage<T> {
     buckets: [AtomicPtr<Slot<T>>; BUCKETS],
@@ -57,16 +72,21 @@ impl<T> Storage<T> {
     fn locate(&self, index: u32) -> Location {
         let shifted = index as u64 + self.first;
         let top = 63 - shifted.leading_zeros();
-        let bucket = (top - self.first_shift) as usize & (BUCKETS - 1);
+        // Below a level of four slots the quarters are single slots, and
+        // only the ones the level's indices reach are ever used.
+        let quarter_shift = top.saturating_sub(2);
+        let quarter = ((shifted >> quarter_shift) & 3) as usize;
+        let level = (top - self.first_shift) as usize;
         Location {
-            bucket,
-            offset: (shifted - (1u64 << top)) as usize,
+            bucket: ((level << 2) | quarter) & (BUCKETS - 1),
+            offset: (shifted & ((1u64 << quarter_shift) - 1)) as usize,
         }
     }
 
     #[inline(always)]
     fn bucket_len(&self, bucket: usize) -> usize {
-        1usize << (bucket as u32 + self.first_shift)
+        let top = (bucket >> 2) as u32 + self.first_shift;
+        1usize << top.saturating_sub(2)
     }
 
     /// The slot at `index`, or `None` if its bucket was never allocated.
@@ -102,13 +122,15 @@ impl<T> Storage<T> {
         if start >= end {
             return;
         }
-        let first = self.locate(start).bucket;
-        let last = self.locate(end - 1).bucket;
-        for bucket in first..=last {
+        let mut index = start as u64;
+        while index < end as u64 {
+            let at = self.locate(index as u32);
             // Relaxed: a non-null pointer is only used after the Acquire load in `get`.
-            if self.buckets[bucket].load(Ordering::Relaxed).is_null() {
-                self.allocate_bucket(bucket);
+            if self.buckets[at.bucket].load(Ordering::Relaxed).is_null() {
+                self.allocate_bucket(at.bucket);
             }
+            // On to the next bucket.
+            index += (self.bucket_len(at.bucket) - at.offset) as u64;
         }
     }
 
@@ -198,8 +220,7 @@ impl<'a, T> Iterator for Slots<'a, T> {
                 None => {
                     // Buckets can be allocated out of order: skip the hole.
                     let at = self.storage.locate(index);
-                    let first = 1u64 << self.storage.first_shift;
-                    self.next = (first << (at.bucket + 1)) - first;
+                    self.next += (self.storage.bucket_len(at.bucket) - at.offset) as u64;
                 }
             }
         }
