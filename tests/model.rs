@@ -30,11 +30,9 @@ use proptest::prelude::*;
 mod common;
 use common::{Op, Target};
 
-/// The weight of `InsertMany` and `RemoveMany` among the operations.
-const BATCHES: u32 = 2;
-
+/// Mostly one-at-a-time operations, some batches.
 fn op() -> impl Strategy<Value = Op> {
-    common::op(BATCHES)
+    common::op(2, 3)
 }
 
 /// What the test knows about one pool slot, from the handles it issued.

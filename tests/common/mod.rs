@@ -107,7 +107,7 @@ impl std::fmt::Debug for Log {
 #[derive(Debug)]
 pub struct Tracked {
     pub id: usize,
-    log: Arc<Log>,
+    pub log: Arc<Log>,
     panics: bool,
 }
 
@@ -356,10 +356,10 @@ fn target() -> impl Strategy<Value = Target> {
     ]
 }
 
-/// Any operation. `batches` weighs `InsertMany` and `RemoveMany` each
-/// against 34 for the one-at-a-time operations together: 34 makes two
-/// thirds of the steps batch operations.
-pub fn op(batches: u32) -> impl Strategy<Value = Op> {
+/// Any operation. `batches` weighs `InsertMany` and `RemoveMany` each, and
+/// `reclaims` weighs `Reclaim`, against 31 for the other operations
+/// together.
+pub fn op(batches: u32, reclaims: u32) -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => Just(Op::Insert),
         3 => Just(Op::TryInsert),
@@ -373,7 +373,7 @@ pub fn op(batches: u32) -> impl Strategy<Value = Op> {
         1 => Just(Op::IsEmpty),
         1 => (2u64..5).prop_map(Op::Retain),
         1 => Just(Op::Clear),
-        3 => Just(Op::Reclaim),
+        reclaims => Just(Op::Reclaim),
         1 => Just(Op::Iter),
         1 => Just(Op::IterMut),
         1 => (0usize..6).prop_map(Op::Drain),
