@@ -24,5 +24,6 @@ mod history;
 
 mod insert;
 mod iterate;
+mod lists;
 mod reclaim;
 mod remove;

@@ -328,3 +328,7 @@ impl RemovalBatch {
         })
     }
 }
+
+#[cfg(all(test, not(handle_pool_loom)))]
+#[path = "unit_tests/lists.rs"]
+mod tests;

@@ -242,3 +242,7 @@ impl<T> Drop for Storage<T> {
         }
     }
 }
+
+#[cfg(all(test, not(handle_pool_loom)))]
+#[path = "unit_tests/storage.rs"]
+mod tests;

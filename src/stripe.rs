@@ -151,3 +151,7 @@ impl core::ops::Index<StripeIndex> for Stripes {
         &self.stripes[index.0]
     }
 }
+
+#[cfg(all(test, not(handle_pool_loom)))]
+#[path = "unit_tests/stripe.rs"]
+mod tests;

@@ -2,11 +2,12 @@
 //! sound, bounded and consistent. Each test is named after what it guards
 //! against.
 
+use handle_pool::{Handle, HandlePool, PoolHandle};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
-use handle_pool::{Handle, HandlePool, PoolHandle};
+mod common;
+use common::{Alive, Counted, Lying};
 
 thread_local! {
     /// Calls of `PoolHandle::handle` on this thread, for the lying handle types.
@@ -86,31 +87,6 @@ impl PoolHandle for Panicky {
     }
 }
 
-/// An iterator that claims an exact length and yields fewer items.
-struct Lying {
-    claimed: usize,
-    actual: std::ops::Range<u32>,
-}
-
-impl Iterator for Lying {
-    type Item = u32;
-    fn next(&mut self) -> Option<u32> {
-        self.actual.next()
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.claimed, Some(self.claimed))
-    }
-}
-
-/// Values that count how many of them are alive.
-fn counted(n: usize, alive: &Arc<()>) -> impl Iterator<Item = Arc<()>> + '_ {
-    (0..n).map(move |_| Arc::clone(alive))
-}
-
-fn live(alive: &Arc<()>) -> usize {
-    Arc::strong_count(alive) - 1
-}
-
 #[test]
 fn get_disjoint_mut_reads_each_handle_once() {
     let mut pool: HandlePool<u32, Fickle> = HandlePool::with_handle_type();
@@ -128,36 +104,36 @@ fn get_disjoint_mut_reads_each_handle_once() {
 
 #[test]
 fn drain_does_not_trust_a_handle_round_trip() {
-    let alive = Arc::new(());
-    let mut pool: HandlePool<(u32, Arc<()>), Forgetful> = HandlePool::with_handle_type();
+    let alive = Alive::new();
+    let mut pool: HandlePool<(u32, Counted), Forgetful> = HandlePool::with_handle_type();
     for i in 0..3 {
-        pool.insert((i, Arc::clone(&alive)));
+        pool.insert((i, alive.value()));
     }
     let mut ids: Vec<u32> = pool.drain().map(|(_, (id, _))| id).collect();
     ids.sort_unstable();
     assert_eq!(ids, [0, 1, 2], "a value was moved out twice");
     assert!(pool.is_empty());
     drop(pool);
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }
 
 #[test]
 fn iterators_and_retain_do_not_trust_a_handle_round_trip() {
-    let alive = Arc::new(());
-    let mut pool: HandlePool<(u32, Arc<()>), Forgetful> = HandlePool::with_handle_type();
+    let alive = Alive::new();
+    let mut pool: HandlePool<(u32, Counted), Forgetful> = HandlePool::with_handle_type();
     for i in 0..4 {
-        pool.insert((i, Arc::clone(&alive)));
+        pool.insert((i, alive.value()));
     }
     pool.retain(|_, v| v.0 % 2 == 0);
     assert_eq!(pool.len(), 2);
-    assert_eq!(live(&alive), 2);
+    assert_eq!(alive.count(), 2);
     let mut ids: Vec<u32> = pool.iter_mut().map(|(_, v)| v.0).collect();
     ids.sort_unstable();
     assert_eq!(ids, [0, 2]);
     let mut ids: Vec<u32> = pool.into_iter().map(|(_, v)| v.0).collect();
     ids.sort_unstable();
     assert_eq!(ids, [0, 2]);
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }
 
 #[test]
@@ -206,24 +182,20 @@ fn insert_many_claims_a_bounded_step_ahead_of_what_was_produced() {
 }
 
 /// Yields `n` values, then panics.
-fn panicking_after(
-    n: usize,
-    alive: &Arc<()>,
-    claimed: usize,
-) -> impl Iterator<Item = Arc<()>> + '_ {
+fn panicking_after(n: usize, alive: &Alive, claimed: usize) -> impl Iterator<Item = Counted> + '_ {
     struct It<'a> {
         left: usize,
-        alive: &'a Arc<()>,
+        alive: &'a Alive,
         claimed: usize,
     }
     impl Iterator for It<'_> {
-        type Item = Arc<()>;
-        fn next(&mut self) -> Option<Arc<()>> {
+        type Item = Counted;
+        fn next(&mut self) -> Option<Counted> {
             if self.left == 0 {
                 panic!("the iterator panics");
             }
             self.left -= 1;
-            Some(Arc::clone(self.alive))
+            Some(self.alive.value())
         }
         fn size_hint(&self) -> (usize, Option<usize>) {
             (self.claimed, Some(self.claimed))
@@ -238,50 +210,50 @@ fn panicking_after(
 
 #[test]
 fn insert_many_with_a_panicking_iterator_loses_no_fresh_slot() {
-    let alive = Arc::new(());
+    let alive = Alive::new();
     let mut pool = HandlePool::new();
     let result = catch_unwind(AssertUnwindSafe(|| {
         pool.insert_many(panicking_after(10, &alive, 1000))
     }));
     assert!(result.is_err());
     assert_eq!(pool.len(), 10, "len counts slots that hold nothing");
-    assert_eq!(live(&alive), 10);
+    assert_eq!(alive.count(), 10);
     let used = pool.slots_used();
     // Every claimed slot the panic left unfilled is reusable.
-    let fill = pool.insert_many(counted(used - 10, &alive));
+    let fill = pool.insert_many(alive.values(used - 10));
     assert_eq!(fill.len(), used - 10);
     assert_eq!(pool.slots_used(), used, "slots were lost");
     pool.clear();
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }
 
 #[test]
 fn insert_many_with_a_panicking_iterator_loses_no_reused_slot() {
-    let alive = Arc::new(());
+    let alive = Alive::new();
     let mut pool = HandlePool::new();
-    let handles = pool.insert_many(counted(1000, &alive));
+    let handles = pool.insert_many(alive.values(1000));
     assert_eq!(pool.remove_many(&handles), 1000);
     pool.reclaim();
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
     let used = pool.slots_used();
     let result = catch_unwind(AssertUnwindSafe(|| {
         pool.insert_many(panicking_after(10, &alive, 1000))
     }));
     assert!(result.is_err());
     assert_eq!(pool.len(), 10, "len counts slots that hold nothing");
-    let fill = pool.insert_many(counted(used - 10, &alive));
+    let fill = pool.insert_many(alive.values(used - 10));
     assert_eq!(fill.len(), used - 10);
     assert_eq!(pool.slots_used(), used, "popped slots were lost");
     assert_eq!(pool.len(), used);
     drop(pool);
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }
 
 #[test]
 fn remove_many_with_a_panicking_handle_leaves_no_slot_outside_a_batch() {
-    let alive = Arc::new(());
-    let mut pool: HandlePool<Arc<()>, Panicky> = HandlePool::with_handle_type();
-    let handles = pool.insert_many(counted(10, &alive));
+    let alive = Alive::new();
+    let mut pool: HandlePool<Counted, Panicky> = HandlePool::with_handle_type();
+    let handles = pool.insert_many(alive.values(10));
     CALLS.with(|c| c.set(0));
     PANIC_AT.with(|p| p.set(4));
     let result = catch_unwind(AssertUnwindSafe(|| pool.remove_many(&handles)));
@@ -291,52 +263,50 @@ fn remove_many_with_a_panicking_handle_leaves_no_slot_outside_a_batch() {
     assert_eq!(handles.iter().filter(|&&h| pool.contains(h)).count(), 6);
     assert_eq!(pool.len(), 6, "len is off after the panic");
     pool.reclaim();
-    assert_eq!(live(&alive), 6, "a removed value was not reclaimed");
+    assert_eq!(alive.count(), 6, "a removed value was not reclaimed");
     let used = pool.slots_used();
-    pool.insert_many(counted(4, &alive));
+    pool.insert_many(alive.values(4));
     assert_eq!(pool.slots_used(), used, "a removed slot was lost");
     drop(pool);
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }
 
 #[test]
 fn insert_with_a_panicking_from_handle_leaks_no_slot() {
-    let alive = Arc::new(());
-    let pool: HandlePool<Arc<()>, Panicky> = HandlePool::with_handle_type();
-    let first = pool.insert(Arc::clone(&alive));
+    let alive = Alive::new();
+    let pool: HandlePool<Counted, Panicky> = HandlePool::with_handle_type();
+    let first = pool.insert(alive.value());
     PANIC_IN_FROM_HANDLE.with(|p| p.set(true));
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        pool.insert_with(|_| Arc::clone(&alive))
-    }));
+    let result = catch_unwind(AssertUnwindSafe(|| pool.insert_with(|_| alive.value())));
     PANIC_IN_FROM_HANDLE.with(|p| p.set(false));
     assert!(result.is_err());
     assert_eq!(pool.len(), 1, "len counts the insert that never happened");
-    assert_eq!(live(&alive), 1);
+    assert_eq!(alive.count(), 1);
     let used = pool.slots_used();
     for _ in 0..used - 1 {
-        pool.insert(Arc::clone(&alive));
+        pool.insert(alive.value());
     }
     assert_eq!(pool.slots_used(), used, "the slot was lost");
     assert!(pool.contains(first));
     drop(pool);
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }
 
 #[test]
 fn insert_many_with_a_panicking_from_handle_keeps_the_pool_consistent() {
-    let alive = Arc::new(());
-    let pool: HandlePool<Arc<()>, Panicky> = HandlePool::with_handle_type();
+    let alive = Alive::new();
+    let pool: HandlePool<Counted, Panicky> = HandlePool::with_handle_type();
     PANIC_IN_FROM_HANDLE.with(|p| p.set(true));
-    let result = catch_unwind(AssertUnwindSafe(|| pool.insert_many(counted(100, &alive))));
+    let result = catch_unwind(AssertUnwindSafe(|| pool.insert_many(alive.values(100))));
     PANIC_IN_FROM_HANDLE.with(|p| p.set(false));
     assert!(result.is_err());
     // The value published before `from_handle` panicked is in the pool; the
     // other claimed slots went back.
     assert_eq!(pool.len(), 1);
-    assert_eq!(live(&alive), 1);
+    assert_eq!(alive.count(), 1);
     let used = pool.slots_used();
-    pool.insert_many(counted(used - 1, &alive));
+    pool.insert_many(alive.values(used - 1));
     assert_eq!(pool.slots_used(), used);
     drop(pool);
-    assert_eq!(live(&alive), 0);
+    assert_eq!(alive.count(), 0);
 }

@@ -3,101 +3,14 @@
 //! retain, the pool's drop), also when a closure or a value's `Drop` panics.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Config, Handle, HandlePool};
 
-/// Per-id drop counters shared by the values of one test.
-struct Log {
-    drops: Vec<AtomicU32>,
-}
-
-impl Log {
-    fn new(n: usize) -> Arc<Self> {
-        Arc::new(Log {
-            drops: (0..n).map(|_| AtomicU32::new(0)).collect(),
-        })
-    }
-
-    fn count(&self, id: usize) -> u32 {
-        self.drops[id].load(Ordering::SeqCst)
-    }
-
-    fn dropped(&self) -> usize {
-        (0..self.drops.len()).filter(|&i| self.count(i) > 0).count()
-    }
-
-    /// Asserts no value was dropped twice, and returns how many were dropped.
-    fn check_at_most_once(&self) -> usize {
-        for id in 0..self.drops.len() {
-            assert!(
-                self.count(id) <= 1,
-                "value {id} dropped {} times",
-                self.count(id)
-            );
-        }
-        self.dropped()
-    }
-
-    fn assert_all_once(&self) {
-        for id in 0..self.drops.len() {
-            assert_eq!(self.count(id), 1, "value {id}");
-        }
-    }
-
-    fn assert_none(&self) {
-        assert_eq!(self.dropped(), 0, "no value should be dropped yet");
-    }
-}
-
-/// A value that records its drop and, if asked to, panics in `Drop`.
-#[derive(Debug)]
-struct Tracked {
-    id: usize,
-    log: Arc<Log>,
-    panics: bool,
-}
-
-impl Tracked {
-    fn new(id: usize, log: &Arc<Log>) -> Self {
-        Tracked {
-            id,
-            log: Arc::clone(log),
-            panics: false,
-        }
-    }
-
-    fn panicking(id: usize, log: &Arc<Log>) -> Self {
-        let mut value = Tracked::new(id, log);
-        value.panics = true;
-        value
-    }
-}
-
-impl std::fmt::Debug for Log {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Log({} dropped)", self.dropped())
-    }
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.log.drops[self.id].fetch_add(1, Ordering::SeqCst);
-        if self.panics {
-            panic!("Tracked {} panics in drop", self.id);
-        }
-    }
-}
-
-fn batch_config(batch: u32) -> Config {
-    Config {
-        batch,
-        ..Config::default()
-    }
-}
+mod common;
+use common::{with_batch as batch_config, Log, PinnedThread, Tracked};
 
 /// Pins and flushes until `done` holds, for at most a few seconds.
 fn flush_until(mut done: impl FnMut() -> bool) -> bool {
@@ -115,7 +28,7 @@ fn flush_until(mut done: impl FnMut() -> bool) -> bool {
 }
 
 fn insert_all(pool: &HandlePool<Tracked>, log: &Arc<Log>) -> Vec<Handle> {
-    (0..log.drops.len())
+    (0..log.len())
         .map(|id| pool.insert(Tracked::new(id, log)))
         .collect()
 }
@@ -314,15 +227,7 @@ fn pool_drop_with_reclamation_pending_behind_a_pinned_thread() {
     let pool = HandlePool::with_config(batch_config(4));
     let handles = insert_all(&pool, &log);
 
-    let (pinned_tx, pinned_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let holder = thread::spawn(move || {
-        let guard = pin();
-        pinned_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
-        drop(guard);
-    });
-    pinned_rx.recv().unwrap();
+    let holder = PinnedThread::start();
 
     for &h in &handles {
         assert!(pool.remove(h));
@@ -337,8 +242,7 @@ fn pool_drop_with_reclamation_pending_behind_a_pinned_thread() {
     drop(pool);
     log.assert_all_once();
 
-    release_tx.send(()).unwrap();
-    holder.join().unwrap();
+    holder.release();
     // Now the deferred closures run; they must find nothing left to drop.
     for _ in 0..2000 {
         pin().flush();
@@ -351,23 +255,14 @@ fn reclaim_behind_a_pinned_thread_drops_each_value_once() {
     let log = Log::new(64);
     let mut pool = HandlePool::with_config(batch_config(4));
     let handles = insert_all(&pool, &log);
-    let (pinned_tx, pinned_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let holder = thread::spawn(move || {
-        let guard = pin();
-        pinned_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
-        drop(guard);
-    });
-    pinned_rx.recv().unwrap();
+    let holder = PinnedThread::start();
     for &h in &handles {
         assert!(pool.remove(h));
     }
     log.assert_none();
     pool.reclaim();
     log.assert_all_once();
-    release_tx.send(()).unwrap();
-    holder.join().unwrap();
+    holder.release();
     // The closures run later and must find nothing left to drop.
     for _ in 0..2000 {
         pin().flush();

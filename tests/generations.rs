@@ -7,20 +7,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use handle_pool::{pin, Config, Handle, HandlePool};
+use handle_pool::{pin, Handle, HandlePool};
 
-/// One stripe, single fresh slots, buckets of 1, 2, 4…: reuse order is easy
-/// to predict.
-fn config(max_generation: u32, max_slots: u32, batch: u32) -> Config {
-    Config {
-        first_bucket_shift: 0,
-        max_generation,
-        max_slots,
-        stripes: 1,
-        fresh_block: 1,
-        batch,
-    }
-}
+mod common;
+use common::predictable as config;
 
 /// Every handle the pool has issued, to check that none is issued twice and
 /// that the stale ones stay stale.
@@ -158,14 +148,8 @@ fn a_full_budget_is_exactly_slots_times_generations() {
 #[test]
 fn remove_and_reclaim_churn_also_uses_every_generation_once() {
     let (max_generation, max_slots) = (3, 8);
-    let mut pool: HandlePool<u64> = HandlePool::with_config(Config {
-        first_bucket_shift: 0,
-        max_generation,
-        max_slots,
-        stripes: 2,
-        fresh_block: 2,
-        batch: 2,
-    });
+    let mut pool: HandlePool<u64> =
+        HandlePool::with_config(common::striped(max_generation, max_slots, 2));
     let mut issued = Issued::default();
     let mut per_slot: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let mut count = 0u64;

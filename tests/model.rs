@@ -24,107 +24,15 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use handle_pool::{pin, Config, Handle, HandlePool, ReferenceTable, MAX_GENERATION, MAX_INDEX};
+use handle_pool::{pin, Handle, HandlePool, ReferenceTable, MAX_GENERATION, MAX_INDEX};
 use proptest::prelude::*;
 
-/// Where a forged handle's bits come from.
-#[derive(Clone, Debug)]
-enum Bits {
-    /// Anything at all, or a small index and generation.
-    Raw(u64),
-    /// A handle the side issued (the `pick`th, among the live ones or among
-    /// all), with its index and generation nudged by -1, 0 or +1: often a
-    /// live, stale or future handle.
-    Near {
-        live: bool,
-        pick: usize,
-        index: i8,
-        generation: i8,
-    },
-}
+mod common;
+use common::{Op, Target};
 
-/// A handle made with `Handle::from_bits`.
-#[derive(Clone, Debug)]
-struct Forged {
-    bits: Bits,
-    /// Interpret the bits as a reference-table handle (and map it to the
-    /// pool) rather than as a pool handle.
-    on_table: bool,
-}
-
-#[derive(Clone, Debug)]
-enum Target {
-    /// The live handle at this position (modulo the count).
-    Live(usize),
-    /// The stale handle at this position (modulo the count).
-    Stale(usize),
-    Forged(Forged),
-}
-
-#[derive(Clone, Debug)]
-enum Op {
-    Insert,
-    TryInsert,
-    InsertWith,
-    Remove(Target),
-    Lookup(Target),
-    Take(Target),
-    GetMut(Target, u64),
-    IsEmpty,
-    Retain(u64),
-    Clear,
-    Reclaim,
-    Iter,
-    IterMut,
-    Drain(usize),
-}
-
-fn nudge() -> impl Strategy<Value = i8> {
-    prop_oneof![2 => Just(0i8), 1 => -1i8..=1]
-}
-
-fn forged() -> impl Strategy<Value = Forged> {
-    let bits = prop_oneof![
-        1 => any::<u64>().prop_map(Bits::Raw),
-        2 => (0u32..10, 0u32..5)
-            .prop_map(|(i, g)| Bits::Raw((u64::from(g) << 32) | u64::from(i))),
-        4 => (any::<bool>(), any::<usize>(), nudge(), nudge()).prop_map(
-            |(live, pick, index, generation)| Bits::Near {
-                live,
-                pick,
-                index,
-                generation
-            }
-        ),
-    ];
-    (bits, any::<bool>()).prop_map(|(bits, on_table)| Forged { bits, on_table })
-}
-
-fn target() -> impl Strategy<Value = Target> {
-    prop_oneof![
-        6 => any::<usize>().prop_map(Target::Live),
-        1 => any::<usize>().prop_map(Target::Stale),
-        2 => forged().prop_map(Target::Forged),
-    ]
-}
-
+/// Mostly one-at-a-time operations, some batches.
 fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        6 => Just(Op::Insert),
-        3 => Just(Op::TryInsert),
-        2 => Just(Op::InsertWith),
-        6 => target().prop_map(Op::Remove),
-        4 => target().prop_map(Op::Lookup),
-        3 => target().prop_map(Op::Take),
-        1 => (target(), 0u64..1000).prop_map(|(t, d)| Op::GetMut(t, d)),
-        1 => Just(Op::IsEmpty),
-        1 => (2u64..5).prop_map(Op::Retain),
-        1 => Just(Op::Clear),
-        3 => Just(Op::Reclaim),
-        1 => Just(Op::Iter),
-        1 => Just(Op::IterMut),
-        1 => (0usize..6).prop_map(Op::Drain),
-    ]
+    common::op(2, 3)
 }
 
 /// What the test knows about one pool slot, from the handles it issued.
@@ -159,6 +67,13 @@ impl Shadow {
 
     fn must_have_room(&self) -> bool {
         (self.slots.len() as u64) < self.max_slots || self.has(SlotState::Free)
+    }
+
+    /// How many inserts must succeed: never-used slots and free ones.
+    fn sure_room(&self) -> usize {
+        let fresh = self.max_slots - self.slots.len() as u64;
+        let free = self.slots.values().filter(|&&(_, s)| s == SlotState::Free);
+        usize::try_from(fresh).unwrap_or(usize::MAX) + free.count()
     }
 
     fn may_have_room(&self) -> bool {
@@ -273,56 +188,21 @@ impl Model {
     fn resolve(&self, target: &Target) -> Option<(Option<Handle>, Option<Handle>)> {
         match target {
             Target::Live(i) => {
-                if self.live.is_empty() {
-                    return None;
-                }
-                let p = self.live[i % self.live.len()];
+                let p = common::pick(&self.live, *i)?;
                 Some((Some(p), Some(self.p2r[&p])))
             }
             Target::Stale(i) => {
-                if self.stale.is_empty() {
-                    return None;
-                }
-                let p = self.stale[i % self.stale.len()];
+                let p = common::pick(&self.stale, *i)?;
                 Some((Some(p), self.p2r.get(&p).copied()))
             }
+            Target::Forged(f) if f.on_table => {
+                let live: Vec<Handle> = self.live.iter().map(|p| self.p2r[p]).collect();
+                let r = f.handle(&live, &self.table_order)?;
+                Some((self.r2p.get(&r).copied(), Some(r)))
+            }
             Target::Forged(f) => {
-                let bits = match f.bits {
-                    Bits::Raw(bits) => bits,
-                    Bits::Near {
-                        live,
-                        pick,
-                        index,
-                        generation,
-                    } => {
-                        let base = match (live, f.on_table) {
-                            (true, _) if self.live.is_empty() => return None,
-                            (true, false) => self.live[pick % self.live.len()],
-                            (true, true) => self.p2r[&self.live[pick % self.live.len()]],
-                            (false, on_table) => {
-                                let issued = if on_table {
-                                    &self.table_order
-                                } else {
-                                    &self.pool_order
-                                };
-                                if issued.is_empty() {
-                                    return None;
-                                }
-                                issued[pick % issued.len()]
-                            }
-                        };
-                        let index = u64::from(base.index()).checked_add_signed(index.into())?;
-                        let generation =
-                            u64::from(base.generation()).checked_add_signed(generation.into())?;
-                        (generation << 32) | index
-                    }
-                };
-                let h = Handle::from_bits(bits)?;
-                if f.on_table {
-                    Some((self.r2p.get(&h).copied(), Some(h)))
-                } else {
-                    Some((Some(h), self.p2r.get(&h).copied()))
-                }
+                let p = f.handle(&self.live, &self.pool_order)?;
+                Some((Some(p), self.p2r.get(&p).copied()))
             }
         }
     }
@@ -386,6 +266,12 @@ impl Model {
                 assert!(!must, "pool full although a reusable slot exists");
             }
         }
+        self.insert_on_table(pool_result, v);
+    }
+
+    /// Inserts `v` on the table too, and pairs the two handles; takes the
+    /// value back out on one side if only the other had room.
+    fn insert_on_table(&mut self, pool_result: Result<Handle, u64>, v: u64) {
         let table_result = self.table.insert(v);
         if let Ok(r) = table_result {
             assert!(self.table_issued.insert(r), "table issued {r:?} twice");
@@ -419,9 +305,55 @@ impl Model {
         }
     }
 
+    /// `insert_many` of `n` values when the shadow proves they fit (it
+    /// panics when the pool is full), else `n` single `try_insert`s.
+    fn insert_many(&mut self, n: usize) {
+        if self.shadow.sure_room() < n {
+            for _ in 0..n {
+                self.insert(&Op::TryInsert);
+            }
+            return;
+        }
+        let values: Vec<u64> = (0..n).map(|_| self.value()).collect();
+        let handles = self.pool.insert_many(values.iter().copied());
+        assert_eq!(handles.len(), n, "insert_many returned another count");
+        for (p, v) in handles.into_iter().zip(values) {
+            self.record_pool_handle(p);
+            assert_eq!(self.pool_lookup(Some(p)), Some(v), "insert_many's {p:?}");
+            self.insert_on_table(Ok(p), v);
+        }
+    }
+
+    /// `remove_many` on the pool against one `remove` per handle on the
+    /// table.
+    fn remove_many(&mut self, targets: &[Target]) {
+        let pairs: Vec<(Option<Handle>, Option<Handle>)> =
+            targets.iter().filter_map(|t| self.resolve(t)).collect();
+        let pool_handles: Vec<Handle> = pairs.iter().filter_map(|&(p, _)| p).collect();
+        let live: BTreeSet<Handle> = pool_handles
+            .iter()
+            .copied()
+            .filter(|&p| self.pool.contains(p))
+            .collect();
+        let removed = self.pool.remove_many(&pool_handles);
+        let table_removed = pairs
+            .iter()
+            .filter(|&&(_, r)| r.is_some_and(|r| self.table.remove(r).is_some()))
+            .count();
+        assert_eq!(removed, live.len(), "remove_many of {pool_handles:?}");
+        assert_eq!(removed, table_removed, "remove_many of {targets:?}");
+        assert_eq!(self.pool.remove_many(&pool_handles), 0, "removed twice");
+        for p in live {
+            assert_eq!(self.pool_lookup(Some(p)), None);
+            self.forget_live(p, false);
+        }
+    }
+
     fn apply(&mut self, op: &Op) {
         match op {
             Op::Insert | Op::TryInsert | Op::InsertWith => self.insert(op),
+            Op::InsertMany(n) => self.insert_many(*n),
+            Op::RemoveMany(targets) => self.remove_many(targets),
             Op::Lookup(t) => {
                 if let Some((p, r)) = self.resolve(t) {
                     assert_eq!(self.pool_lookup(p), self.table_lookup(r), "{t:?}");
@@ -603,16 +535,8 @@ fn default_model() -> Model {
 
 /// The small configuration: 8 slots, generations 1..=3, batches of 2.
 fn tiny_model(batch: u32) -> Model {
-    let config = Config {
-        first_bucket_shift: 0,
-        max_generation: 3,
-        max_slots: 8,
-        stripes: 2,
-        fresh_block: 2,
-        batch,
-    };
     Model::new(
-        HandlePool::with_config(config),
+        HandlePool::with_config(common::striped(3, 8, batch)),
         ReferenceTable::with_limits(3, 8),
         3,
         8,
@@ -622,16 +546,8 @@ fn tiny_model(batch: u32) -> Model {
 
 /// One slot use each: every removal retires its slot.
 fn single_use_model() -> Model {
-    let config = Config {
-        first_bucket_shift: 0,
-        max_generation: 1,
-        max_slots: 6,
-        stripes: 1,
-        fresh_block: 1,
-        batch: 1,
-    };
     Model::new(
-        HandlePool::with_config(config),
+        HandlePool::with_config(common::predictable(1, 6, 1)),
         ReferenceTable::with_limits(1, 6),
         1,
         6,

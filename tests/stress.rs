@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Config, Handle, HandlePool};
 
+mod common;
+use common::Rng;
+
 /// A value tagged with its inserting thread and a per-thread counter. The
 /// boxed check word makes a read of a freed or reused value likely to show.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,26 +48,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// xorshift64*: a small deterministic generator per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// What one worker leaves behind.

@@ -1,0 +1,109 @@
+//! The free list and the removal batch, one thread at a time.
+
+use super::*;
+
+/// A storage whose slots `indices` are `FREE` and linked in that order.
+fn free_chain(storage: &Storage<u32>, indices: &[u32]) -> Chain {
+    let end = indices.iter().max().unwrap() + 1;
+    storage.ensure(0, end);
+    for (at, &index) in indices.iter().enumerate() {
+        let link = indices.get(at + 1).copied().unwrap_or(NIL);
+        let word = SlotWord::free(1, link).to_bits();
+        storage.slot(index).word.store(word, Ordering::Relaxed);
+    }
+    Chain {
+        first: indices[0],
+        last: *indices.last().unwrap(),
+    }
+}
+
+/// Pops everything, one at a time.
+fn pop_all(list: &FreeList, storage: &Storage<u32>) -> Vec<u32> {
+    std::iter::from_fn(|| list.pop(storage).map(|(index, _, _)| index)).collect()
+}
+
+#[test]
+fn an_empty_free_list_pops_none() {
+    let storage = Storage::<u32>::new(0);
+    let list = FreeList::new();
+    assert!(list.looks_empty());
+    assert!(list.pop(&storage).is_none());
+    assert_eq!(list.pop_run(&storage, 4), None);
+    assert_eq!(list.pops(), 0, "a failed pop raises the tag");
+}
+
+#[test]
+fn a_pushed_chain_pops_in_chain_order_then_the_older_slots() {
+    let storage = Storage::<u32>::new(0);
+    let list = FreeList::new();
+    list.push(&storage, free_chain(&storage, &[4, 5]));
+    list.push(&storage, free_chain(&storage, &[2, 0, 3]));
+    assert!(!list.looks_empty());
+    let (index, slot, word) = list.pop(&storage).unwrap();
+    assert_eq!(index, 2);
+    assert!(std::ptr::eq(slot, storage.slot(2)));
+    assert_eq!(word.link(), 0, "the popped word links to the next slot");
+    assert_eq!(pop_all(&list, &storage), [0, 3, 4, 5]);
+    assert_eq!(list.pops(), 5);
+    assert!(list.looks_empty());
+}
+
+#[test]
+fn pop_run_takes_exactly_max_and_counts_each_pop() {
+    let storage = Storage::<u32>::new(0);
+    let list = FreeList::new();
+    list.push(&storage, free_chain(&storage, &[7, 1, 6, 2, 5]));
+    assert_eq!(list.pop_run(&storage, 0), None);
+    assert_eq!(list.pops(), 0);
+    assert_eq!(list.pop_run(&storage, 3), Some((7, 3)));
+    assert_eq!(list.pops(), 3);
+    // The run is linked through the slot words: 7 → 1 → 6.
+    let link = |index| SlotWord::from_bits(storage.slot(index).word.load(Ordering::Relaxed)).link();
+    assert_eq!((link(7), link(1)), (1, 6));
+    // Asking for more than is left takes what is left.
+    assert_eq!(list.pop_run(&storage, 10), Some((2, 2)));
+    assert_eq!(list.pops(), 5);
+    assert_eq!(list.pop_run(&storage, 1), None);
+    assert!(list.pop(&storage).is_none());
+}
+
+/// Pushes one removed slot (no chain to relink: single-threaded).
+fn push_one(batch: &RemovalBatch, index: u32, size: u32) -> Option<SealedBatch> {
+    let (_, current) = batch.head();
+    batch.push(index, 1, current, size, |_| panic!("no race here"))
+}
+
+#[test]
+fn a_removal_batch_seals_on_the_push_that_fills_it() {
+    let batch = RemovalBatch::new();
+    assert_eq!(batch.head().0, NIL);
+    assert!(push_one(&batch, 3, 3).is_none());
+    assert_eq!(batch.head().0, 3);
+    assert!(push_one(&batch, 8, 3).is_none());
+    assert_eq!(batch.removals(), 2, "pending removals count");
+    assert_eq!(batch.head().0, 8, "the last slot removed leads");
+    let sealed = push_one(&batch, 5, 3).expect("the third push fills the batch");
+    assert_eq!((sealed.head, sealed.count), (5, 3));
+    assert_eq!(batch.head(), (NIL, pack(0, NIL)), "the word resets");
+    assert_eq!(batch.removals(), 3, "sealed removals still count");
+    // A chain pushed at once counts every slot in it.
+    let (_, current) = batch.head();
+    let sealed = batch.push(9, 4, current, 3, |_| panic!("no race here"));
+    assert_eq!(sealed.map(|s| (s.head, s.count)), Some((9, 4)));
+    assert_eq!(batch.removals(), 7);
+}
+
+#[test]
+fn take_all_empties_the_batch_and_keeps_the_count() {
+    let batch = RemovalBatch::new();
+    assert!(batch.take_all().is_none());
+    assert!(push_one(&batch, 1, 64).is_none());
+    assert!(push_one(&batch, 4, 64).is_none());
+    let taken = batch.take_all().expect("two pending slots");
+    assert_eq!((taken.head, taken.count), (4, 2));
+    assert_eq!(batch.head(), (NIL, pack(0, NIL)));
+    assert!(batch.take_all().is_none());
+    assert_eq!(batch.removals(), 2);
+    assert!(push_one(&batch, 6, 64).is_none());
+    assert_eq!(batch.removals(), 3, "pending plus taken");
+}

@@ -1,0 +1,386 @@
+//! Tools the integration tests share: values that count their drops, the
+//! small pool configurations, one deterministic generator, a thread that
+//! holds the epoch back, and the operation strategy of the model tests.
+//! Each test file includes this with `mod common;`.
+
+// Each test binary uses only some of these tools.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+
+use handle_pool::{pin, Config, Handle};
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------
+// Values that count their drops.
+
+/// Counts the [`Counted`] values made from it that are still alive.
+#[derive(Debug, Default)]
+pub struct Alive(Arc<()>);
+
+/// One live value of an [`Alive`] count; a clone counts as another value.
+#[derive(Clone, Debug)]
+pub struct Counted(Arc<()>);
+
+impl Alive {
+    pub fn new() -> Self {
+        Alive::default()
+    }
+
+    /// A new value, alive until dropped.
+    pub fn value(&self) -> Counted {
+        Counted(Arc::clone(&self.0))
+    }
+
+    /// `n` new values.
+    pub fn values(&self, n: usize) -> impl Iterator<Item = Counted> + '_ {
+        (0..n).map(|_| self.value())
+    }
+
+    /// How many values are alive.
+    pub fn count(&self) -> usize {
+        Arc::strong_count(&self.0) - 1
+    }
+}
+
+/// Per-id drop counters shared by the [`Tracked`] values of one test.
+pub struct Log {
+    drops: Vec<AtomicU32>,
+}
+
+impl Log {
+    /// Counters for the ids `0..n`.
+    pub fn new(n: usize) -> Arc<Self> {
+        Arc::new(Log {
+            drops: (0..n).map(|_| AtomicU32::new(0)).collect(),
+        })
+    }
+
+    /// How many ids the log counts.
+    pub fn len(&self) -> usize {
+        self.drops.len()
+    }
+
+    /// How many times the value with this id was dropped.
+    pub fn count(&self, id: usize) -> u32 {
+        self.drops[id].load(Ordering::SeqCst)
+    }
+
+    /// How many ids were dropped at least once.
+    pub fn dropped(&self) -> usize {
+        (0..self.len()).filter(|&i| self.count(i) > 0).count()
+    }
+
+    /// Asserts no value was dropped twice, and returns how many were dropped.
+    pub fn check_at_most_once(&self) -> usize {
+        for id in 0..self.len() {
+            assert!(
+                self.count(id) <= 1,
+                "value {id} dropped {} times",
+                self.count(id)
+            );
+        }
+        self.dropped()
+    }
+
+    pub fn assert_all_once(&self) {
+        for id in 0..self.len() {
+            assert_eq!(self.count(id), 1, "value {id}");
+        }
+    }
+
+    pub fn assert_none(&self) {
+        assert_eq!(self.dropped(), 0, "no value should be dropped yet");
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Log({} dropped)", self.dropped())
+    }
+}
+
+/// A value that records its drop in a [`Log`] and, if asked to, panics in
+/// `Drop`.
+#[derive(Debug)]
+pub struct Tracked {
+    pub id: usize,
+    pub log: Arc<Log>,
+    panics: bool,
+}
+
+impl Tracked {
+    pub fn new(id: usize, log: &Arc<Log>) -> Self {
+        Tracked {
+            id,
+            log: Arc::clone(log),
+            panics: false,
+        }
+    }
+
+    pub fn panicking(id: usize, log: &Arc<Log>) -> Self {
+        let mut value = Tracked::new(id, log);
+        value.panics = true;
+        value
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.log.drops[self.id].fetch_add(1, Ordering::SeqCst);
+        if self.panics {
+            panic!("Tracked {} panics in drop", self.id);
+        }
+    }
+}
+
+/// An iterator whose `size_hint` claims an exact length it does not have.
+pub struct Lying {
+    pub claimed: usize,
+    pub actual: std::ops::Range<u32>,
+}
+
+impl Iterator for Lying {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        self.actual.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.claimed, Some(self.claimed))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Pool configurations.
+
+/// The default pool with removals retired in batches of `batch`.
+pub fn with_batch(batch: u32) -> Config {
+    Config {
+        batch,
+        ..Config::default()
+    }
+}
+
+/// One stripe, single fresh slots, buckets of 1, 2, 4…: reuse order is easy
+/// to predict.
+pub fn predictable(max_generation: u32, max_slots: u32, batch: u32) -> Config {
+    Config {
+        max_slots,
+        ..Config::tiny(max_generation, batch)
+    }
+}
+
+/// Like [`predictable`], with two stripes handing out fresh slots two at a
+/// time: slots move between stripes.
+pub fn striped(max_generation: u32, max_slots: u32, batch: u32) -> Config {
+    Config {
+        stripes: 2,
+        fresh_block: 2,
+        ..predictable(max_generation, max_slots, batch)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A deterministic generator.
+
+/// xorshift64*: a small deterministic generator (one per thread).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A thread that holds the epoch back.
+
+/// A thread pinned to the epoch from [`PinnedThread::start`] until
+/// [`PinnedThread::release`]: no removal made in between can be reclaimed
+/// by the collector.
+pub struct PinnedThread {
+    release: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl PinnedThread {
+    /// Starts the thread and returns once it is pinned.
+    pub fn start() -> Self {
+        let (pinned_tx, pinned_rx) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            let guard = pin();
+            pinned_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            drop(guard);
+        });
+        pinned_rx.recv().unwrap();
+        PinnedThread { release, thread }
+    }
+
+    /// Unpins the thread and waits for it to end.
+    pub fn release(self) {
+        self.release.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The operation strategy of the model tests.
+
+/// Where a forged handle's bits come from.
+#[derive(Clone, Debug)]
+pub enum Bits {
+    /// Anything at all, or a small index and generation.
+    Raw(u64),
+    /// A handle the side issued (the `pick`th, among the live ones or among
+    /// all), with its index and generation nudged by -1, 0 or +1: often a
+    /// live, stale or future handle.
+    Near {
+        live: bool,
+        pick: usize,
+        index: i8,
+        generation: i8,
+    },
+}
+
+/// A handle made with `Handle::from_bits`.
+#[derive(Clone, Debug)]
+pub struct Forged {
+    pub bits: Bits,
+    /// Interpret the bits as a reference-table handle (and map it to the
+    /// pool) rather than as a pool handle.
+    pub on_table: bool,
+}
+
+impl Forged {
+    /// The forged handle, given the handles of the side it is forged on:
+    /// those live now and all it ever issued. `None` when the bits need a
+    /// handle the side does not have, or are no valid handle.
+    pub fn handle(&self, live: &[Handle], issued: &[Handle]) -> Option<Handle> {
+        let bits = match self.bits {
+            Bits::Raw(bits) => bits,
+            Bits::Near {
+                live: from_live,
+                pick,
+                index,
+                generation,
+            } => {
+                let from = if from_live { live } else { issued };
+                if from.is_empty() {
+                    return None;
+                }
+                let base = from[pick % from.len()];
+                let index = u64::from(base.index()).checked_add_signed(index.into())?;
+                let generation =
+                    u64::from(base.generation()).checked_add_signed(generation.into())?;
+                (generation << 32) | index
+            }
+        };
+        Handle::from_bits(bits)
+    }
+}
+
+/// Which handle an operation uses.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// The live handle at this position (modulo the count).
+    Live(usize),
+    /// The stale handle at this position (modulo the count).
+    Stale(usize),
+    Forged(Forged),
+}
+
+/// One step of a model test.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Insert,
+    TryInsert,
+    InsertWith,
+    /// `insert_many` of this many values.
+    InsertMany(usize),
+    Remove(Target),
+    RemoveMany(Vec<Target>),
+    Lookup(Target),
+    Take(Target),
+    GetMut(Target, u64),
+    IsEmpty,
+    Retain(u64),
+    Clear,
+    Reclaim,
+    Iter,
+    IterMut,
+    Drain(usize),
+}
+
+fn nudge() -> impl Strategy<Value = i8> {
+    prop_oneof![2 => Just(0i8), 1 => -1i8..=1]
+}
+
+fn forged() -> impl Strategy<Value = Forged> {
+    let bits = prop_oneof![
+        1 => any::<u64>().prop_map(Bits::Raw),
+        2 => (0u32..10, 0u32..5)
+            .prop_map(|(i, g)| Bits::Raw((u64::from(g) << 32) | u64::from(i))),
+        4 => (any::<bool>(), any::<usize>(), nudge(), nudge()).prop_map(
+            |(live, pick, index, generation)| Bits::Near {
+                live,
+                pick,
+                index,
+                generation
+            }
+        ),
+    ];
+    (bits, any::<bool>()).prop_map(|(bits, on_table)| Forged { bits, on_table })
+}
+
+fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        6 => any::<usize>().prop_map(Target::Live),
+        1 => any::<usize>().prop_map(Target::Stale),
+        2 => forged().prop_map(Target::Forged),
+    ]
+}
+
+/// Any operation. `batches` weighs `InsertMany` and `RemoveMany` each, and
+/// `reclaims` weighs `Reclaim`, against 31 for the other operations
+/// together.
+pub fn op(batches: u32, reclaims: u32) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => Just(Op::Insert),
+        3 => Just(Op::TryInsert),
+        2 => Just(Op::InsertWith),
+        batches => (0usize..20).prop_map(Op::InsertMany),
+        6 => target().prop_map(Op::Remove),
+        batches => proptest::collection::vec(target(), 0..20).prop_map(Op::RemoveMany),
+        4 => target().prop_map(Op::Lookup),
+        3 => target().prop_map(Op::Take),
+        1 => (target(), 0u64..1000).prop_map(|(t, d)| Op::GetMut(t, d)),
+        1 => Just(Op::IsEmpty),
+        1 => (2u64..5).prop_map(Op::Retain),
+        1 => Just(Op::Clear),
+        reclaims => Just(Op::Reclaim),
+        1 => Just(Op::Iter),
+        1 => Just(Op::IterMut),
+        1 => (0usize..6).prop_map(Op::Drain),
+    ]
+}
+
+/// The element at position `i` modulo the length, if there is any.
+pub fn pick<T: Copy>(list: &[T], i: usize) -> Option<T> {
+    (!list.is_empty()).then(|| list[i % list.len()])
+}
