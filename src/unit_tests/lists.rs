@@ -19,7 +19,7 @@ fn free_chain(storage: &Storage<u32>, indices: &[u32]) -> Chain {
 
 /// Pops everything, one at a time.
 fn pop_all(list: &FreeList, storage: &Storage<u32>) -> Vec<u32> {
-    std::iter::from_fn(|| list.pop(storage).map(|(index, _, _)| index)).collect()
+    std::iter::from_fn(|| list.pop(storage).map(|(index, _, _, _)| index)).collect()
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn a_pushed_chain_pops_in_chain_order_then_the_older_slots() {
     list.push(&storage, free_chain(&storage, &[4, 5]));
     list.push(&storage, free_chain(&storage, &[2, 0, 3]));
     assert!(!list.looks_empty());
-    let (index, slot, word) = list.pop(&storage).unwrap();
+    let (index, slot, word, _) = list.pop(&storage).unwrap();
     assert_eq!(index, 2);
     assert!(std::ptr::eq(slot, storage.slot(2)));
     assert_eq!(word.link(), 0, "the popped word links to the next slot");

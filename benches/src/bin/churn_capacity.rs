@@ -31,9 +31,7 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .unwrap_or_else(|| panic!("{flag} needs a value"));
+        let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
             "--runs" => args.runs = value.parse().expect("--runs takes a number"),
             "--pairs" => args.pairs = value.parse().expect("--pairs takes a number"),
