@@ -24,7 +24,7 @@ impl<T, H: PoolHandle> FromIterator<T> for HandlePool<T, H> {
     /// ```
     fn from_iter<I: IntoIterator<Item = T>>(values: I) -> Self {
         let pool = Self::with_handle_type();
-        pool.insert_many_into(values, &mut Vec::new());
+        pool.insert_all(values);
         pool
     }
 }
@@ -39,7 +39,7 @@ impl<T, H: PoolHandle> Extend<T> for HandlePool<T, H> {
     /// assert_eq!(pool.len(), 2);
     /// ```
     fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
-        self.insert_many_into(values, &mut Vec::new());
+        self.insert_all(values);
     }
 }
 

@@ -170,9 +170,19 @@ impl FreeList {
             let mut count = 0;
             let mut next = first;
             while count < max && next != NIL {
+                // A stale link (the slot was popped meanwhile) can name a slot
+                // whose bucket another thread has reserved but not allocated
+                // yet: the head has moved on, so start over.
+                let Some(slot) = storage.get(next) else {
+                    break;
+                };
                 // Relaxed: as in `pop`; a stale link only makes the CAS fail.
-                next = SlotWord::from_bits(storage.slot(next).word.load(Ordering::Relaxed)).link();
+                next = SlotWord::from_bits(slot.word.load(Ordering::Relaxed)).link();
                 count += 1;
+            }
+            if count < max && next != NIL {
+                head = self.word.load(Ordering::Acquire);
+                continue;
             }
             let new = pack(high(head).wrapping_add(count), next);
             // Acquire on both outcomes: as in `pop`.

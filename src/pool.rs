@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::CapacityError;
 use crate::handle::{Handle, PoolHandle};
 use crate::iter::{Drain, Iter, IterMut};
-use crate::raw::RawPool;
+use crate::raw::{HandleSink, RawPool};
 
 /// A concurrent, lock-free pool of `T` values addressed by generational handles.
 ///
@@ -233,12 +233,16 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert_eq!(pool.len(), 192);
     /// ```
     pub fn insert_many_into(&self, values: impl IntoIterator<Item = T>, handles: &mut Vec<H>) {
-        if self
-            .raw
-            .insert_many(values, handles, H::from_handle)
-            .is_err()
-        {
+        if self.raw.insert_many(values, handles).is_err() {
             panic!("HandlePool::insert_many: the pool is full (all 2^32 - 1 slot indices are in use or retired)");
+        }
+    }
+
+    /// Inserts every value as a batch, keeping no handles (`Extend`,
+    /// `FromIterator`).
+    pub(crate) fn insert_all(&self, values: impl IntoIterator<Item = T>) {
+        if self.raw.insert_many(values, &mut ()).is_err() {
+            panic!("HandlePool: extending a full pool (all 2^32 - 1 slot indices are in use or retired)");
         }
     }
 
@@ -515,6 +519,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// Removes every value; every old handle becomes stale. Pending
     /// reclamations are completed too (see [`reclaim`](Self::reclaim)).
     ///
+    /// # Panics
+    /// If a value's `Drop` panics: after every value was dropped, with the
+    /// first panic.
+    ///
     /// ```
     /// let mut pool = handle_pool::HandlePool::new();
     /// let h = pool.insert(5);
@@ -522,8 +530,12 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert!(pool.is_empty() && !pool.contains(h));
     /// ```
     pub fn clear(&mut self) {
-        self.drain().for_each(drop);
-        self.reclaim();
+        // One exclusive pass over live and pending values alike: every value
+        // is dropped even if some `Drop` panics, and the first panic is
+        // re-raised once the pool is consistent (empty).
+        if let Some(panic) = self.raw.reclaim_all(true) {
+            std::panic::resume_unwind(panic);
+        }
     }
 
     /// Drops every removed value that no guard protects and makes its slot
@@ -621,6 +633,17 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         // panics, what was removed before it stays removed, in a batch.
         self.raw
             .remove_many(handles.iter().map(|handle| handle.handle()))
+    }
+}
+
+/// A batch insert's handles, typed.
+impl<H: PoolHandle> HandleSink for Vec<H> {
+    fn reserve(&mut self, additional: usize) {
+        Vec::reserve(self, additional);
+    }
+
+    fn push(&mut self, handle: Handle) {
+        Vec::push(self, H::from_handle(handle));
     }
 }
 

@@ -24,6 +24,19 @@ use crate::sync::{yield_now, AtomicU64, Ordering};
 const SWEEP_EVERY_POPS: u32 = 256;
 const SWEEP_EVERY_SEALS: u32 = 4;
 
+/// Where a batch insert puts the handles it makes.
+pub(crate) trait HandleSink {
+    /// Room for `additional` more handles is about to be needed.
+    fn reserve(&mut self, additional: usize);
+    fn push(&mut self, handle: Handle);
+}
+
+/// Keeps no handles.
+impl HandleSink for () {
+    fn reserve(&mut self, _: usize) {}
+    fn push(&mut self, _: Handle) {}
+}
+
 /// The pool without its handle type.
 pub(crate) struct RawPool<T> {
     storage: Storage<T>,
@@ -224,16 +237,15 @@ impl<T> RawPool<T> {
         Some(publish(acquired, value))
     }
 
-    /// Inserts every value, pushing `wrap(handle)` for each onto `handles`.
-    /// Slots are claimed in runs no longer than the iterator's `size_hint`
-    /// and than what it has produced so far (64 at first); every slot
-    /// claimed and not filled is given back, also when the iterator (or
-    /// `wrap`) panics. Gives back the value that found the pool full.
-    pub(crate) fn insert_many<H>(
+    /// Inserts every value, handing each handle to `sink`. Slots are
+    /// claimed in runs no longer than the iterator's `size_hint` and than
+    /// what it has produced so far (64 at first); every slot claimed and
+    /// not filled is given back, also when the iterator (or the sink)
+    /// panics. Gives back the value that found the pool full.
+    pub(crate) fn insert_many(
         &self,
         values: impl IntoIterator<Item = T>,
-        handles: &mut Vec<H>,
-        mut wrap: impl FnMut(Handle) -> H,
+        sink: &mut impl HandleSink,
     ) -> Result<(), T> {
         /// The first run's length limit, before the iterator has produced anything.
         const FIRST_RUN: usize = 64;
@@ -252,13 +264,13 @@ impl<T> RawPool<T> {
                     let Some(mut run) = self.claim(home, want as u32) else {
                         return Err(value);
                     };
-                    handles.reserve(want);
+                    sink.reserve(want);
                     let slot = run.take().expect("a claim holds at least one slot");
                     claimed = Some(run);
                     slot
                 }
             };
-            handles.push(wrap(publish(slot, value)));
+            sink.push(publish(slot, value));
             inserted += 1;
         }
         Ok(())
@@ -284,6 +296,18 @@ impl<T> RawPool<T> {
     /// other stripes: their free lists and ready batches.
     #[cold]
     fn acquire_slow(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+        if let Some(found) = self.find_reusable(home) {
+            return Some(found);
+        }
+        if let Some(found) = self.acquire_fresh(home, self.config.fresh_block) {
+            return Some(found);
+        }
+        self.last_resort(home)
+    }
+
+    /// A reusable slot from anywhere, in order of cost (see `acquire_slow`);
+    /// `None` if growing is the only way left.
+    fn find_reusable(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         if self.reclaim_into(home, home) {
             if let Some(found) = self.pop_from(home) {
                 return Some(found);
@@ -324,11 +348,13 @@ impl<T> RawPool<T> {
                 return Some(found);
             }
         }
-        if let Some(found) = self.acquire_fresh(home, self.config.fresh_block) {
-            return Some(found);
-        }
-        // Full: before failing, make every removed slot reusable that can
-        // be, and look at every stripe once more.
+        None
+    }
+
+    /// The pool is full: before failing, make every removed slot reusable
+    /// that can be, and look at every stripe once more.
+    #[cold]
+    fn last_resort(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         self.seal_and_reclaim_all(home);
         self.stripes
             .all_from(home)
@@ -474,36 +500,56 @@ impl<T> RawPool<T> {
         }
     }
 
-    /// Claims up to `want` slots (at least one) for a batch insert: a run
-    /// off the home stripe's free list (after reclaiming its ready
-    /// batches), else a block of consecutive fresh slots, else any one
-    /// reusable slot the single-insert path can find. `None` when full.
+    /// Claims up to `want` slots (at least one) for a batch insert, from
+    /// the same sources as a single insert and in the same order: a run off
+    /// the home stripe's free list (after reclaiming its ready batches), a
+    /// run off another stripe's, one slot from anywhere else reusable, a
+    /// block of consecutive fresh slots, and at the limit whatever
+    /// `last_resort` finds. `None` when full.
     fn claim(&self, home: StripeIndex, want: u32) -> Option<Claimed<'_, T>> {
         let want = want.max(1);
-        let run = loop {
-            let free = &self.stripes[home].free;
-            if let Some((first, count)) = free.pop_run(&self.storage, want) {
-                let pops = free.pops();
-                if pops % SWEEP_EVERY_POPS < count {
-                    self.sweep(home, pops / SWEEP_EVERY_POPS);
-                }
-                break Run::Popped { next: first, count };
+        let popped = |stripe: StripeIndex| {
+            let free = &self.stripes[stripe].free;
+            let (first, count) = free.pop_run(&self.storage, want)?;
+            let pops = free.pops();
+            if pops % SWEEP_EVERY_POPS < count {
+                self.sweep(stripe, pops / SWEEP_EVERY_POPS);
             }
-            if !self.reclaim_into(home, home) {
-                break match self.reserve_fresh(want) {
-                    Some((start, end)) => {
-                        // These inserts pop nothing, so the claim counts them
-                        // (and the give-back uncounts those left unfilled).
-                        self.stripes[home].adjust_len((end - start) as isize);
-                        Run::Fresh { next: start, end }
-                    }
-                    None => Run::Popped {
-                        next: self.acquire(home)?.index,
-                        count: 1,
-                    },
-                };
-            }
+            Some(Run::Popped { next: first, count })
         };
+        let run = popped(home)
+            .or_else(|| {
+                self.reclaim_into(home, home)
+                    .then(|| popped(home))
+                    .flatten()
+            })
+            .or_else(|| {
+                self.stripes
+                    .others(home)
+                    .filter(|&other| !self.stripes[other].free.looks_empty())
+                    .find_map(popped)
+            })
+            .or_else(|| {
+                let single = self.find_reusable(home)?;
+                Some(Run::Popped {
+                    next: single.index,
+                    count: 1,
+                })
+            })
+            .or_else(|| {
+                let (start, end) = self.reserve_fresh(want)?;
+                // These inserts pop nothing, so the claim counts them (and
+                // the give-back uncounts those left unfilled).
+                self.stripes[home].adjust_len((end - start) as isize);
+                Some(Run::Fresh { next: start, end })
+            })
+            .or_else(|| {
+                let single = self.last_resort(home)?;
+                Some(Run::Popped {
+                    next: single.index,
+                    count: 1,
+                })
+            })?;
         Some(Claimed {
             pool: self,
             home,
@@ -633,8 +679,8 @@ impl<T> RawPool<T> {
 
     /// Drops, now, every value whose removal is still pending and makes its
     /// slot reusable at once; with `live`, the values still in the pool too
-    /// (the pool's drop), in the same pass. Returns the first panic of a
-    /// value's `Drop`, after finishing.
+    /// (`clear` and the pool's drop), in the same pass. Every value is
+    /// dropped, even if some `Drop` panics; returns the first such panic.
     pub(crate) fn reclaim_all(&mut self, live: bool) -> Option<Panic> {
         // Batches sealed before this point are reclaimed here; when the
         // collector releases them later, their era says so.
@@ -646,41 +692,31 @@ impl<T> RawPool<T> {
         let max_generation = self.config.max_generation;
         let mut free = None;
         let mut first_panic = None;
+        let mut cleared = 0isize;
         for (index, slot) in self.storage.slots(self.slots_used()) {
             let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            let panic = match word.state() {
-                State::Removed => {
-                    // SAFETY: REMOVED, and `&mut self` proves no reference to
-                    // the value is left; its batch, wherever it is, belongs to
-                    // an earlier era now and will not be reclaimed again.
-                    let (vacant, panic) = unsafe {
-                        slot.reclaim(word.generation(), Chain::link_to(free), max_generation)
-                    };
-                    if vacant.state() == State::Free {
-                        free = Some(Chain::prepend(free, index));
-                    }
-                    panic
-                }
-                State::Occupied if live => {
-                    slot.word.store(
-                        SlotWord::free(word.generation(), NIL).to_bits(),
-                        Ordering::Relaxed,
-                    );
-                    // SAFETY: OCCUPIED means initialised, and `&mut` access is
-                    // exclusive; the word no longer says OCCUPIED, so nobody
-                    // drops it again.
-                    let value = unsafe { slot.take_value() };
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err()
-                }
-                _ => None,
-            };
+            match word.state() {
+                State::Removed => {}
+                State::Occupied if live => cleared += 1,
+                _ => continue,
+            }
+            // SAFETY: the value is initialised (REMOVED or OCCUPIED), and
+            // `&mut self` proves no reference to it is left; a REMOVED slot's
+            // batch, wherever it is, belongs to an earlier era now and will
+            // not be reclaimed again.
+            let (vacant, panic) =
+                unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
+            if vacant.state() == State::Free {
+                free = Some(Chain::prepend(free, index));
+            }
             first_panic = first_panic.or(panic);
         }
+        let home = self.stripes.home();
         if let Some(chain) = free {
-            self.stripes[self.stripes.home()]
-                .free
-                .push(&self.storage, chain);
+            self.stripes[home].free.push(&self.storage, chain);
         }
+        // The live values went without a removal to count them.
+        self.stripes[home].adjust_len(-cleared);
         first_panic
     }
 

@@ -246,15 +246,16 @@ impl<T> Slot<T> {
         self.value
             .with_mut(|cell| unsafe { (*cell).assume_init_mut() })
     }
-    /// Drops the value of a `REMOVED` slot and stores its vacant word:
-    /// `FREE(generation, link)`, or `EXHAUSTED` at `max_generation`.
-    /// Returns that word, and the panic of the value's `Drop` if it had one
-    /// (the slot is vacated either way).
+    /// Drops the value of a `REMOVED` slot (or an `OCCUPIED` one, under
+    /// exclusive access) and stores its vacant word: `FREE(generation,
+    /// link)`, or `EXHAUSTED` at `max_generation`. Returns that word, and
+    /// the panic of the value's `Drop` if it had one (the slot is vacated
+    /// either way).
     ///
     /// # Safety
-    /// The slot is `REMOVED` with `generation` and the caller owns its value:
-    /// the grace period is over (no reference to it is left) or the caller
-    /// has exclusive access to the pool.
+    /// The slot holds a value under `generation` and the caller owns it:
+    /// the slot is `REMOVED` and its grace period is over (no reference to
+    /// the value is left), or the caller has exclusive access to the pool.
     pub(crate) unsafe fn reclaim(
         &self,
         generation: u32,
@@ -263,8 +264,8 @@ impl<T> Slot<T> {
     ) -> (SlotWord, Option<Panic>) {
         let mut panic = None;
         if core::mem::needs_drop::<T>() {
-            // SAFETY: REMOVED means initialised and not yet dropped, and the
-            // caller guarantees the value is theirs.
+            // SAFETY: the caller guarantees the value is initialised, not
+            // yet dropped, and theirs.
             let value = unsafe { self.take_value() };
             panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err();
         }

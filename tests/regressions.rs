@@ -1,0 +1,157 @@
+//! Regressions found by adversarial review, each named after what it
+//! guards against: both failed before their fix.
+
+use std::sync::{mpsc, Arc};
+use std::thread;
+
+use handle_pool::{pin, Config, Handle, HandlePool};
+
+/// Producer/consumer: one thread inserts with `insert_many`, another removes.
+/// The live count never exceeds `per_round`, yet the pool must not grow
+/// without bound.
+fn producer_consumer(rounds: usize, per_round: usize, batch_insert: bool) -> usize {
+    let pool: Arc<HandlePool<u64>> = Arc::new(HandlePool::with_config(Config {
+        stripes: 4,
+        batch: 16,
+        ..Config::default()
+    }));
+    let (to_consumer, from_producer) = mpsc::channel::<Vec<Handle>>();
+    let (to_producer, from_consumer) = mpsc::channel::<()>();
+    let consumer = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            for handles in from_producer {
+                for h in handles {
+                    assert!(pool.remove(h));
+                }
+                // Help the epoch along as much as any caller could.
+                for _ in 0..4 {
+                    pin().flush();
+                }
+                to_producer.send(()).unwrap();
+            }
+        })
+    };
+    let producer = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            for round in 0..rounds {
+                let values = (0..per_round as u64).map(|i| i + round as u64);
+                let handles = if batch_insert {
+                    pool.insert_many(values)
+                } else {
+                    values.map(|v| pool.insert(v)).collect()
+                };
+                to_consumer.send(handles).unwrap();
+                from_consumer.recv().unwrap();
+                for _ in 0..4 {
+                    pin().flush();
+                }
+            }
+        })
+    };
+    producer.join().unwrap();
+    consumer.join().unwrap();
+    assert_eq!(pool.len(), 0);
+    pool.slots_used()
+}
+
+/// `RawPool::claim` (raw.rs, the batch path of `insert_many`/`extend`/
+/// `FromIterator`) looks only at the home stripe's free list and ready list,
+/// never at other stripes, never pushes the epoch and never consults
+/// `reclamation_is_behind`: it falls straight to `reserve_fresh`. When the
+/// values are removed on another thread (whose stripe gets the batches), the
+/// producer never reuses a single slot and the pool grows without bound.
+#[test]
+fn insert_many_reuses_slots_freed_on_other_stripes() {
+    let rounds = 200;
+    let per_round = 100;
+    // Control: the same pattern with single inserts stays bounded
+    // (`acquire_slow` scans the other stripes and their ready lists).
+    let control = producer_consumer(rounds, per_round, false);
+    assert!(
+        control <= 4 * per_round + 1024 + per_round,
+        "control: {control}"
+    );
+    let used = producer_consumer(rounds, per_round, true);
+    assert!(
+        used <= 4 * per_round + 1024 + per_round,
+        "at most {per_round} values live at any time, but slots_used = {used} \
+         after {rounds} rounds (= {} per round)",
+        used / rounds
+    );
+}
+
+/// A value whose `Drop` panics.
+struct PanicsOnDrop(#[allow(dead_code)] u32);
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("PanicsOnDrop");
+    }
+}
+
+/// Runs `scenario` in a child process (this test binary, re-executed on the
+/// one test) and returns whether the child ended by a signal (an abort).
+fn aborts_in_child(test_name: &str, scenario: impl FnOnce()) -> bool {
+    const KEY: &str = "HANDLE_POOL_REVIEW_CHILD";
+    if std::env::var_os(KEY).is_some() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(scenario));
+        std::process::exit(0);
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
+        .env(KEY, "1")
+        .status()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    eprintln!("child status: {status:?}");
+    status.signal().is_some()
+}
+
+/// `HandlePool::clear` (pool.rs) is `self.drain().for_each(drop)`: when one
+/// value's `Drop` panics, unwinding drops the `Drain`, whose `Drop` drops the
+/// remaining values while panicking; a second panicking `Drop` aborts the
+/// process. `reclaim()` and the pool's own drop catch every panic and
+/// re-raise the first one after finishing (`reclaim_all`), so `clear` is the
+/// odd one out: two panicking values abort instead of unwinding.
+#[test]
+fn clear_with_two_panicking_drops_unwinds_once() {
+    // Control: the pool's drop with the same two values unwinds normally.
+    if std::env::var_os("HANDLE_POOL_REVIEW_CONTROL").is_none() {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "clear_with_two_panicking_drops_unwinds_once",
+                "--test-threads=1",
+            ])
+            .env("HANDLE_POOL_REVIEW_CONTROL", "1")
+            .env("HANDLE_POOL_REVIEW_CHILD", "1")
+            .status()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.signal().is_none(),
+            "control (pool drop) aborted: {status:?}"
+        );
+    }
+    if std::env::var_os("HANDLE_POOL_REVIEW_CONTROL").is_some() {
+        let _ = std::panic::catch_unwind(|| {
+            let pool = HandlePool::new();
+            pool.insert(PanicsOnDrop(1));
+            pool.insert(PanicsOnDrop(2));
+            drop(pool);
+        });
+        std::process::exit(0);
+    }
+    let aborted = aborts_in_child("clear_with_two_panicking_drops_unwinds_once", || {
+        let mut pool = HandlePool::new();
+        pool.insert(PanicsOnDrop(1));
+        pool.insert(PanicsOnDrop(2));
+        pool.clear();
+    });
+    assert!(
+        !aborted,
+        "clear() aborted the process (panic while panicking)"
+    );
+}
