@@ -20,9 +20,15 @@ use crate::stripe::{StripeIndex, Stripes};
 use crate::sync::{yield_now, AtomicU64, Ordering};
 
 /// A stripe is swept (see [`RawPool::sweep`]) once per this many pops of
-/// its free list, and once per this many batches it seals.
-const SWEEP_EVERY_POPS: u32 = 256;
+/// its free list, and once per this many batches it seals. Sweeps pin, and
+/// a thread preempted while pinned holds the epoch back for everyone, so
+/// they are kept rare.
+const SWEEP_EVERY_POPS: u32 = 1024;
 const SWEEP_EVERY_SEALS: u32 = 4;
+
+/// At most this many times an insert gives the CPU away and looks again
+/// before it grows a pool whose reclamation is behind.
+const BEHIND_ROUNDS: usize = 4;
 
 /// Where a batch insert puts the handles it makes.
 pub(crate) trait HandleSink {
@@ -336,12 +342,15 @@ impl<T> RawPool<T> {
         if let Some(found) = self.reclaim_any(home) {
             return Some(found);
         }
-        if self.reclaimer.in_flight() > 0 && self.reclamation_is_behind() {
-            // Most removed slots are waiting for an epoch that a thread
-            // preempted while pinned may be holding back for a whole time
-            // slice. Give the CPU away once, so that thread can run and
-            // unpin, then look again; either way we go on (no waiting on
-            // anyone).
+        // Growing now would be growth the live count does not explain, while
+        // removed slots wait for an epoch that a thread preempted while
+        // pinned may be holding back for a whole time slice. Give the CPU
+        // away a few times, so that thread can run and unpin, looking again
+        // each time; then go on and grow (no waiting on anyone for long).
+        for _ in 0..BEHIND_ROUNDS {
+            if self.reclaimer.in_flight() == 0 || !self.reclamation_is_behind() {
+                break;
+            }
             yield_now();
             self.reclaimer.advance_epoch();
             if let Some(found) = self.reclaim_any(home) {
@@ -386,16 +395,18 @@ impl<T> RawPool<T> {
     }
 
     /// Whether growing now would be growth the live count does not explain:
-    /// more than 4x the live values plus 1024 slots are already in use.
+    /// more than twice the live values plus 512 slots are already in use,
+    /// half the bound the pool promises (`4 × live + 1024`), so that what
+    /// the epoch holds back is found before the bound is reached.
     fn reclamation_is_behind(&self) -> bool {
-        self.slots_used() > 4 * self.len() as u64 + 1024
+        self.slots_used() > 2 * self.len() as u64 + 512
     }
 
     #[inline]
     fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
         let (index, slot, word, pops) = self.stripes[stripe].free.pop(&self.storage)?;
         if pops % SWEEP_EVERY_POPS == 0 {
-            self.sweep(stripe, pops / SWEEP_EVERY_POPS);
+            self.sweep(stripe, pops / SWEEP_EVERY_POPS, true);
         }
         Some(Acquired {
             index,
@@ -408,14 +419,15 @@ impl<T> RawPool<T> {
     /// stripe (every stripe in turn, round-robin from `from`), seals its
     /// partial removal batch if nobody added to it since the last visit,
     /// reclaims its ready batches onto `from`'s free list, and otherwise
-    /// pushes the epoch if batches are waiting for it. Run once per
-    /// `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed batches on
-    /// each stripe, so a removed value is dropped after a bounded number of
-    /// later inserts or removes on any thread, even if the thread that
-    /// removed it never touches the pool again.
+    /// pushes the epoch (`push_epoch`, unless the caller just did) if
+    /// batches are waiting for it. Run once per `SWEEP_EVERY_POPS` inserts
+    /// and `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed
+    /// value is dropped after a bounded number of later inserts or removes
+    /// on any thread, even if the thread that removed it never touches the
+    /// pool again.
     #[cold]
     #[inline(never)]
-    fn sweep(&self, from: StripeIndex, turn: u32) {
+    fn sweep(&self, from: StripeIndex, turn: u32, push_epoch: bool) {
         let target = self.stripes.sweep_target(from, turn);
         let stripe = &self.stripes[target];
         let word = stripe.removals.word();
@@ -426,7 +438,7 @@ impl<T> RawPool<T> {
         }
         if self.reclaimer.has_ready(target) {
             self.reclaim_into(target, from);
-        } else if self.reclaimer.in_flight() > 0 {
+        } else if push_epoch && self.reclaimer.in_flight() > 0 {
             self.reclaimer.advance_epoch();
         }
     }
@@ -513,7 +525,7 @@ impl<T> RawPool<T> {
             let (first, count) = free.pop_run(&self.storage, want)?;
             let pops = free.pops();
             if pops % SWEEP_EVERY_POPS < count {
-                self.sweep(stripe, pops / SWEEP_EVERY_POPS);
+                self.sweep(stripe, pops / SWEEP_EVERY_POPS, true);
             }
             Some(Run::Popped { next: first, count })
         };
@@ -611,7 +623,8 @@ impl<T> RawPool<T> {
         self.reclaimer.defer(home, batch);
         let seals = self.stripes[home].removals.removals() / self.config.batch;
         if seals % SWEEP_EVERY_SEALS == 0 {
-            self.sweep(home, seals / SWEEP_EVERY_SEALS);
+            // `defer` has just flushed, which pushes the epoch.
+            self.sweep(home, seals / SWEEP_EVERY_SEALS, false);
         }
     }
 

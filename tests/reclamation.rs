@@ -1,0 +1,330 @@
+//! Reclamation that is prompt, live and bounded: every removed value is
+//! dropped after a bounded amount of later pool activity or at once on
+//! `flush`, whatever thread removed it and whatever it does next; a full
+//! pool uses every reusable slot before failing; a dropped pool's storage
+//! is freed at once; and memory under churn stays within `4 × live + 1024`.
+//!
+//! These tests depend on the epoch advancing, which a guard pinned anywhere
+//! in the process holds back: they take `EPOCH` so that none of them runs
+//! while another holds a guard.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::{mpsc, Mutex, MutexGuard};
+use std::thread;
+
+use common::{Alive, Counted, PinnedThread};
+use handle_pool::{pin, Config, HandlePool};
+
+static EPOCH: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    EPOCH
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Counts the bytes allocated and not yet freed, process-wide.
+struct Counting;
+
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the
+// counter is only arithmetic on the side.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded with the caller's layout, as `GlobalAlloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: as in `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: `ptr` came from this allocator with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE_BYTES.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        // SAFETY: forwarded unchanged, as `GlobalAlloc` requires.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Removes values one by one from `filler` until `alive` counts none, and
+/// returns how many removes that took (at most `limit`).
+fn removes_until_dropped(
+    pool: &HandlePool<Counted>,
+    filler: &mut Vec<handle_pool::Handle>,
+    alive: &Alive,
+    limit: usize,
+) -> usize {
+    for taken in 0..limit {
+        if alive.count() == 0 {
+            return taken;
+        }
+        let h = filler.pop().expect("enough filler values");
+        assert!(pool.remove(h));
+    }
+    limit
+}
+
+#[test]
+fn flush_drops_every_removed_value() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let handles = pool.insert_many(alive.values(10_000));
+    for &h in &handles {
+        assert!(pool.remove(h));
+    }
+    pool.flush();
+    assert_eq!(alive.count(), 0, "removed values still alive after flush");
+    // And every slot is reusable at once: no growth.
+    let used = pool.slots_used();
+    pool.insert_many(alive.values(10_000));
+    assert_eq!(pool.slots_used(), used);
+}
+
+#[test]
+fn flush_keeps_what_a_live_guard_protects() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let h = pool.insert(alive.value());
+    let guard = pin();
+    let value: &Counted = pool.get(h, &guard).unwrap();
+    assert!(pool.remove(h));
+    pool.flush();
+    assert_eq!(alive.count(), 1, "flush dropped a value a guard protects");
+    let _still_readable = value;
+    drop(guard);
+    pool.flush();
+    assert_eq!(alive.count(), 0);
+}
+
+#[test]
+fn removed_values_are_dropped_after_bounded_later_removes_without_inserts() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let filler_alive = Alive::new();
+    let pool = HandlePool::new();
+    let mut filler = pool.insert_many(filler_alive.values(40_000));
+    let tracked = pool.insert_many(alive.values(10_000));
+    for &h in &tracked {
+        assert!(pool.remove(h));
+    }
+    // No insert from here on: only removes of other values.
+    let taken = removes_until_dropped(&pool, &mut filler, &alive, 30_000);
+    assert_eq!(
+        alive.count(),
+        0,
+        "{} of 10,000 removed values still alive after {taken} later removes",
+        alive.count()
+    );
+}
+
+#[test]
+fn a_partial_batch_on_an_idle_thread_is_sealed_by_others_activity() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool: HandlePool<Counted> = HandlePool::new();
+    let (removed, wait) = (mpsc::channel::<()>(), mpsc::channel::<()>());
+    thread::scope(|s| {
+        let (pool, alive) = (&pool, &alive);
+        let (removed_tx, go_rx) = (removed.0, wait.1);
+        s.spawn(move || {
+            // 63 removes: one short of a batch. Then this thread idles.
+            let handles = pool.insert_many(alive.values(63));
+            assert_eq!(pool.remove_many(&handles), 63);
+            removed_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        });
+        removed.1.recv().unwrap();
+        let filler = Alive::new();
+        let mut pairs = 0;
+        while alive.count() > 0 && pairs < 400_000 {
+            let h = pool.insert(filler.value());
+            assert!(pool.remove(h));
+            pairs += 1;
+        }
+        wait.0.send(()).unwrap();
+        assert_eq!(
+            alive.count(),
+            0,
+            "{} of 63 values removed by an idle thread still alive after {pairs} pairs elsewhere",
+            alive.count()
+        );
+    });
+}
+
+#[test]
+fn sealed_batches_of_an_idle_thread_are_not_stranded() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool: HandlePool<Counted> = HandlePool::new();
+    let (removed, wait) = (mpsc::channel::<()>(), mpsc::channel::<()>());
+    thread::scope(|s| {
+        let (pool, alive) = (&pool, &alive);
+        let (removed_tx, go_rx) = (removed.0, wait.1);
+        s.spawn(move || {
+            // Three full batches sealed by this thread, which then idles.
+            let handles = pool.insert_many(alive.values(192));
+            for h in handles {
+                assert!(pool.remove(h));
+            }
+            removed_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        });
+        removed.1.recv().unwrap();
+        let filler = Alive::new();
+        let mut pairs = 0;
+        while alive.count() > 0 && pairs < 210_000 {
+            let h = pool.insert(filler.value());
+            assert!(pool.remove(h));
+            pairs += 1;
+        }
+        wait.0.send(()).unwrap();
+        assert_eq!(
+            alive.count(),
+            0,
+            "{} of 192 values sealed by an idle thread still alive after {pairs} pairs elsewhere",
+            alive.count()
+        );
+    });
+}
+
+/// A pool of at most `max_slots` slots.
+fn limited(max_slots: u32, batch: u32, stripes: usize) -> Config {
+    Config {
+        max_slots,
+        batch,
+        stripes,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn a_full_pool_reuses_a_sealed_batch_without_waiting_for_the_epoch() {
+    let _serial = serial();
+    let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 4, 1));
+    let handles = pool.insert_many(0..64);
+    assert!(pool.try_insert(64).is_err());
+    // Four removes fill a batch, which goes to the collector.
+    for &h in &handles[..4] {
+        assert!(pool.remove(h));
+    }
+    for i in 0..4 {
+        assert!(
+            pool.try_insert(100 + i).is_ok(),
+            "a full pool refused an insert while {} removed slots needed only an epoch step",
+            4 - i
+        );
+    }
+    assert_eq!(pool.try_insert(104).unwrap_err().into_inner(), 104);
+}
+
+#[test]
+fn a_full_pool_reuses_a_partial_batch() {
+    let _serial = serial();
+    let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 64, 1));
+    let handles = pool.insert_many(0..64);
+    // Three removes: far from a full batch of 64.
+    assert_eq!(pool.remove_many(&handles[..3]), 3);
+    for i in 0..3 {
+        assert!(
+            pool.try_insert(100 + i).is_ok(),
+            "a full pool refused an insert with a partial batch of removed slots"
+        );
+    }
+    assert!(pool.try_insert(103).is_err());
+    assert_eq!(pool.len(), 64);
+}
+
+#[test]
+fn insert_many_at_the_limit_takes_other_stripes_free_slots() {
+    let _serial = serial();
+    let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 4, 2));
+    thread::scope(|s| {
+        s.spawn(|| {
+            let handles = pool.insert_many(0..64);
+            assert_eq!(pool.remove_many(&handles[..10]), 10);
+            // The slots go back onto this thread's stripe.
+            pool.flush();
+        });
+    });
+    thread::scope(|s| {
+        s.spawn(|| {
+            let again = pool.insert_many(100..110);
+            assert_eq!(again.len(), 10);
+            assert!(pool.try_insert(0).is_err());
+        });
+    });
+    assert_eq!(pool.len(), 64);
+}
+
+#[test]
+fn storage_is_freed_when_the_pool_is_dropped() {
+    let _serial = serial();
+    // A guard held elsewhere keeps every deferred reclamation pending.
+    let holder = PinnedThread::start();
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let pool: HandlePool<u64> = HandlePool::new();
+    let handles = pool.insert_many(0..1_000_000);
+    assert!(pool.remove_many(&handles[..500_000]) == 500_000);
+    drop(handles);
+    let with_pool = LIVE_BYTES.load(Ordering::Relaxed) - before;
+    assert!(with_pool > 16 << 20, "the pool should hold at least 16 MiB");
+    drop(pool);
+    let after = LIVE_BYTES.load(Ordering::Relaxed) - before;
+    assert!(
+        after < 1 << 20,
+        "{after} bytes still allocated after dropping a pool of {with_pool} bytes, with its reclamations pending"
+    );
+    holder.release();
+}
+
+#[test]
+fn capacity_after_churn_at_two_threads_stays_within_the_bound() {
+    let _serial = serial();
+    const WINDOW: usize = 64;
+    const PAIRS: u64 = 1_000_000;
+    let threads = 2;
+    let pool: HandlePool<u64> = HandlePool::new();
+    thread::scope(|s| {
+        for t in 0..threads {
+            let pool = &pool;
+            s.spawn(move || {
+                let mut window = VecDeque::with_capacity(WINDOW);
+                for i in 0..PAIRS {
+                    if window.len() == WINDOW {
+                        assert!(pool.remove(window.pop_front().unwrap()));
+                    }
+                    window.push_back(pool.insert(t as u64 ^ i));
+                }
+                for h in window {
+                    assert!(pool.remove(h));
+                }
+            });
+        }
+    });
+    let bound = 4 * WINDOW * threads + 1024;
+    assert!(
+        pool.capacity() <= bound,
+        "capacity {} (slots used {}) after {PAIRS} churn pairs on each of {threads} threads, bound {bound}",
+        pool.capacity(),
+        pool.slots_used()
+    );
+}
