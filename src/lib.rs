@@ -1,22 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs, rust_2018_idioms)]
 
-// The map of the crate, in data-flow order (each module names only those
-// below it):
-//
-// - `pool`: `HandlePool<T, H>`, the API and its docs; converts typed handles.
-// - `iter`, `collect`, `serde_impl`: iterators, `FromIterator`/`Extend`/
-//   `IntoIterator`, serde; typed wrappers over the raw pool's cursors.
-// - `raw`: `RawPool<T>`, every slot mechanic: acquire, publish, look up,
-//   remove, give back, restore, and the length accounting.
-// - `reclaim`: the epoch collector, guard checks, eras and deferred batches,
-//   behind one boundary: takes sealed batches, returns free chains.
-// - `stripe`: per-thread-group stripes (free list, removal batch, length
-//   share) and the length identity.
-// - `lists`: the free list and the removal batch, threaded through slot words.
-// - `storage`: chunked, stable slot storage.
-// - `slot`: the slot word, its state table, and the value cell.
-// - `handle`, `config`, `error`: plain types; `sync`: std or loom.
+// The map of the crate, in data-flow order, opens `docs/design.md`
+// (rendered as the `design` module).
 mod collect;
 mod config;
 mod error;
@@ -66,3 +52,20 @@ pub use serde as __serde;
 macro_rules! __serde_handle {
     ($name:ident) => {};
 }
+
+/// How the pool works, for reviewers and contributors: the map of the
+/// crate, the slot word's state table, the lists threaded through the
+/// slots, reclamation, and the arguments behind the guarantees. Documentation
+/// only; nothing here is API.
+#[doc = include_str!("../docs/design.md")]
+#[doc = "\n# Slots\n"]
+#[doc = include_str!("../docs/slot.md")]
+#[doc = "\n# Storage\n"]
+#[doc = include_str!("../docs/storage.md")]
+#[doc = "\n# Lists\n"]
+#[doc = include_str!("../docs/lists.md")]
+#[doc = "\n# Stripes\n"]
+#[doc = include_str!("../docs/stripe.md")]
+#[doc = "\n# Reclamation\n"]
+#[doc = include_str!("../docs/reclaim.md")]
+pub mod design {}

@@ -1,48 +1,4 @@
-//! A slot: one value cell and one `AtomicU64` word that is the slot's whole state.
-//!
-//! # The slot word
-//!
-//! ```text
-//!  63                              34 33   32 31                              0
-//! +----------------------------------+-------+---------------------------------+
-//! |        generation (30 bits)      | state |        link (32 bits)           |
-//! +----------------------------------+-------+---------------------------------+
-//! ```
-//!
-//! `link` is the index of the next slot in whatever list the slot is on (a
-//! stripe's free list or a batch of removed slots), or `NIL` (`u32::MAX`) at
-//! the end. The free list lives in the holes: vacant slots link to each other.
-//!
-//! # State table
-//!
-//! | state            | generation `g`                 | link          | value    |
-//! |------------------|--------------------------------|---------------|----------|
-//! | `FREE(g, l)`     | last occupant's (0 when fresh) | next free     | uninit   |
-//! | `OCCUPIED(g)`    | the live handle's, `g >= 1`    | 0             | init     |
-//! | `REMOVED(g, l)`  | the removed handle's           | next in batch | init, awaiting its grace period |
-//! | `EXHAUSTED(g)`   | the generation limit           | 0             | uninit   |
-//!
-//! Transitions, and who performs them:
-//!
-//! | from              | to                  | by                                   | how |
-//! |-------------------|---------------------|--------------------------------------|-----|
-//! | `FREE(g, _)`      | `OCCUPIED(g + 1)`   | an insert, after popping the slot off a free list (it owns the slot) | `Release` store |
-//! | `FREE(g, _)`      | `FREE(g + 1, _)` / `EXHAUSTED` | an insert given back after its closure panicked: the generation it showed is burnt | store |
-//! | `FREE(g, l)`      | `FREE(g, l')`       | whoever pushes the slot onto a list (it owns the slot) | store |
-//! | `OCCUPIED(g)`     | `REMOVED(g, l)`     | `remove`: the one CAS that decides which remover wins | CAS |
-//! | `REMOVED(g, l)`   | `REMOVED(g, l')`    | the winning remover, relinking after losing a race on its stripe's batch | store |
-//! | `REMOVED(g, l)`   | `FREE(g, _)` / `EXHAUSTED(g)` | reclamation: after the grace period, whoever takes the ready batch; or an exclusive `reclaim`/`clear`/drop. The two never run at once (batches are reclaimed only inside pool operations, which `&mut` excludes), and eras keep a batch from being reclaimed twice | store |
-//! | `OCCUPIED(g)`     | `FREE(g, _)` / `EXHAUSTED(g)` | an exclusive (`&mut`) removal: `take`, `clear`, `retain`, `drain` | store |
-//!
-//! A handle `(i, g)` resolves iff slot `i`'s word is exactly `OCCUPIED(g)`.
-//! Generations only grow, and a slot whose occupant had the pool's generation
-//! limit becomes `EXHAUSTED` instead of `FREE` and is never reused, so a
-//! stale handle can never match again: it is stale forever.
-//!
-//! Words used throughout the crate: a value is *removed* (its handle goes
-//! stale at once) and later *reclaimed* (dropped, its slot made reusable);
-//! a slot whose generation ran out is *exhausted*; a slot an operation
-//! owns and returns to a free list unused is *given back*.
+#![doc = include_str!("../docs/slot.md")]
 
 use core::mem::MaybeUninit;
 

@@ -1,27 +1,4 @@
-//! Chunked, stable slot storage: buckets allocated lazily, four per doubling.
-//!
-//! Indices are grouped in *levels* of doubling size: with a first level of
-//! `first` slots, level 0 covers indices `0..first`, level 1
-//! `first..3 * first`, level 2 `3 * first..7 * first`, and so on. Each level
-//! is cut into four buckets of equal size (levels too small to cut have
-//! buckets of one slot), so the storage grows by a quarter of what it has at
-//! a time, and allocated slots never exceed `1.25 ×` those in use plus one
-//! bucket, where doubling alone would allow `2 ×`.
-//!
-//! An index finds its bucket with one `leading_zeros` and two shifts:
-//!
-//! ```text
-//! shifted = index + first          // level l holds shifted in [2^t, 2^(t+1)), t = first_shift + l
-//! t       = log2(shifted)          // one leading_zeros
-//! quarter = (shifted >> (t - 2)) & 3   // the two bits below the top one
-//! bucket  = (l << 2) | quarter,  offset = shifted & (2^(t-2) - 1)
-//! ```
-//!
-//! A bucket is allocated the first time an index in it is handed out, by a
-//! CAS on its pointer: a thread that loses the race frees its own allocation
-//! and uses the winner's. Buckets never move and are freed only when the
-//! storage is dropped, so a `&T` into a slot stays valid however many inserts
-//! follow, and no maximum capacity is fixed up front.
+#![doc = include_str!("../docs/storage.md")]
 
 use core::marker::PhantomData;
 use core::ptr;

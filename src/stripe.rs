@@ -1,34 +1,4 @@
-//! Stripes: each thread's own free list and removal batch, on a cache line
-//! of their own, and the pool's length, kept in shares per stripe.
-//!
-//! # Why stripes
-//!
-//! A single free-list head (or length counter) is one cache line that every
-//! insert and remove writes; at 16 to 128 threads that line, not the work,
-//! sets the throughput. So the pool keeps a small power-of-two number of
-//! stripes (four per core, at most 64) and a thread uses the stripe its
-//! per-thread number picks (`sync::thread_stripe_hint`), its *home*. There
-//! is no thread limit: threads beyond the stripe count share stripes, which
-//! costs contention, never correctness. An insert whose home is empty takes
-//! from the others before it takes fresh slots, so reusable slots are never
-//! stranded on another thread's stripe.
-//!
-//! # The length identity
-//!
-//! A stripe's share of the pool's length, mod 2^32, is
-//!
-//! ```text
-//! share = pops of its free list        (every insert pops once)
-//!       - removals on its batch        (every `remove` pushes once)
-//!       + corrections                  (`adjust_len`, below)
-//! ```
-//!
-//! and the pool's length is the sum of the shares. Deriving it from words
-//! the operations write anyway spares each of them a counter RMW. The
-//! corrections are for what bypasses a pop or a batch: inserts into fresh
-//! slots claimed in blocks (`+n` per claim), slots given back unfilled
-//! (`-1` each, as the pop counted them), exclusive removals (`-1`), and
-//! live values restored by deserialization (`+n`).
+#![doc = include_str!("../docs/stripe.md")]
 
 use crossbeam_utils::CachePadded;
 
