@@ -11,7 +11,6 @@
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread;
@@ -136,74 +135,60 @@ fn removed_values_are_dropped_after_bounded_later_removes_without_inserts() {
     );
 }
 
-#[test]
-fn a_partial_batch_on_an_idle_thread_is_sealed_by_others_activity() {
-    let _serial = serial();
+/// A thread inserts and removes `removed` values (with `remove_many` or
+/// one `remove` at a time) and then idles, alive, while this thread churns
+/// other values: every one of them must be dropped within `pairs_limit`
+/// insert→remove pairs.
+fn idle_thread_removes_then_others_churn(removed: usize, one_at_a_time: bool, pairs_limit: usize) {
     let alive = Alive::new();
     let pool: HandlePool<Counted> = HandlePool::new();
-    let (removed, wait) = (mpsc::channel::<()>(), mpsc::channel::<()>());
+    let (removed_tx, removed_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
     thread::scope(|s| {
         let (pool, alive) = (&pool, &alive);
-        let (removed_tx, go_rx) = (removed.0, wait.1);
         s.spawn(move || {
-            // 63 removes: one short of a batch. Then this thread idles.
-            let handles = pool.insert_many(alive.values(63));
-            assert_eq!(pool.remove_many(&handles), 63);
+            let handles = pool.insert_many(alive.values(removed));
+            if one_at_a_time {
+                for h in handles {
+                    assert!(pool.remove(h));
+                }
+            } else {
+                assert_eq!(pool.remove_many(&handles), removed);
+            }
             removed_tx.send(()).unwrap();
+            // Idle, but alive: whatever it left behind stays where it is.
             go_rx.recv().unwrap();
         });
-        removed.1.recv().unwrap();
+        removed_rx.recv().unwrap();
         let filler = Alive::new();
         let mut pairs = 0;
-        while alive.count() > 0 && pairs < 400_000 {
+        while alive.count() > 0 && pairs < pairs_limit {
             let h = pool.insert(filler.value());
             assert!(pool.remove(h));
             pairs += 1;
         }
-        wait.0.send(()).unwrap();
+        go_tx.send(()).unwrap();
         assert_eq!(
             alive.count(),
             0,
-            "{} of 63 values removed by an idle thread still alive after {pairs} pairs elsewhere",
+            "{} of {removed} values removed by an idle thread still alive after {pairs} pairs elsewhere",
             alive.count()
         );
     });
 }
 
 #[test]
+fn a_partial_batch_on_an_idle_thread_is_sealed_by_others_activity() {
+    let _serial = serial();
+    // 63 removes: one short of a batch.
+    idle_thread_removes_then_others_churn(63, false, 400_000);
+}
+
+#[test]
 fn sealed_batches_of_an_idle_thread_are_not_stranded() {
     let _serial = serial();
-    let alive = Alive::new();
-    let pool: HandlePool<Counted> = HandlePool::new();
-    let (removed, wait) = (mpsc::channel::<()>(), mpsc::channel::<()>());
-    thread::scope(|s| {
-        let (pool, alive) = (&pool, &alive);
-        let (removed_tx, go_rx) = (removed.0, wait.1);
-        s.spawn(move || {
-            // Three full batches sealed by this thread, which then idles.
-            let handles = pool.insert_many(alive.values(192));
-            for h in handles {
-                assert!(pool.remove(h));
-            }
-            removed_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
-        });
-        removed.1.recv().unwrap();
-        let filler = Alive::new();
-        let mut pairs = 0;
-        while alive.count() > 0 && pairs < 210_000 {
-            let h = pool.insert(filler.value());
-            assert!(pool.remove(h));
-            pairs += 1;
-        }
-        wait.0.send(()).unwrap();
-        assert_eq!(
-            alive.count(),
-            0,
-            "{} of 192 values sealed by an idle thread still alive after {pairs} pairs elsewhere",
-            alive.count()
-        );
-    });
+    // Three full batches sealed by a thread that then idles.
+    idle_thread_removes_then_others_churn(192, true, 210_000);
 }
 
 /// A pool of at most `max_slots` slots.
@@ -300,31 +285,12 @@ fn storage_is_freed_when_the_pool_is_dropped() {
 fn capacity_after_churn_at_two_threads_stays_within_the_bound() {
     let _serial = serial();
     const WINDOW: usize = 64;
-    const PAIRS: u64 = 1_000_000;
+    const PAIRS: usize = 1_000_000;
     let threads = 2;
-    let pool: HandlePool<u64> = HandlePool::new();
-    thread::scope(|s| {
-        for t in 0..threads {
-            let pool = &pool;
-            s.spawn(move || {
-                let mut window = VecDeque::with_capacity(WINDOW);
-                for i in 0..PAIRS {
-                    if window.len() == WINDOW {
-                        assert!(pool.remove(window.pop_front().unwrap()));
-                    }
-                    window.push_back(pool.insert(t as u64 ^ i));
-                }
-                for h in window {
-                    assert!(pool.remove(h));
-                }
-            });
-        }
-    });
+    let (capacity, used) = common::churn(threads, PAIRS, WINDOW, false);
     let bound = 4 * WINDOW * threads + 1024;
     assert!(
-        pool.capacity() <= bound,
-        "capacity {} (slots used {}) after {PAIRS} churn pairs on each of {threads} threads, bound {bound}",
-        pool.capacity(),
-        pool.slots_used()
+        capacity <= bound,
+        "capacity {capacity} (slots used {used}) after {PAIRS} churn pairs on each of {threads} threads, bound {bound}"
     );
 }

@@ -3,7 +3,7 @@
 //! memory under insert/remove churn. Bounded in time; the `#[ignore]`d
 //! variants run longer (`cargo test --release --test stress -- --ignored`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Barrier, Mutex};
 use std::thread;
@@ -412,36 +412,14 @@ fn reader_keeps_its_value_across_a_remove_with_eager_batches() {
 /// pool must keep reusing slots instead of growing.
 fn churn_capacity(threads: usize, pairs_per_thread: usize) -> usize {
     const WINDOW: usize = 64;
-    let pool: HandlePool<u64> = HandlePool::new();
     let start = Instant::now();
-    thread::scope(|s| {
-        for t in 0..threads {
-            let pool = &pool;
-            s.spawn(move || {
-                let mut window = VecDeque::with_capacity(WINDOW);
-                for i in 0..pairs_per_thread {
-                    let value = (t * pairs_per_thread + i) as u64;
-                    window.push_back((pool.insert(value), value));
-                    if window.len() == WINDOW {
-                        let (h, v) = window.pop_front().unwrap();
-                        assert_eq!(pool.get_cloned(h), Some(v));
-                        assert!(pool.remove(h));
-                    }
-                }
-                for (h, _) in window {
-                    assert!(pool.remove(h));
-                }
-            });
-        }
-    });
-    let capacity = pool.capacity();
+    let (capacity, _) = common::churn(threads, pairs_per_thread, WINDOW, true);
     eprintln!(
         "churn: {threads} threads x {pairs_per_thread} pairs in {:?}: capacity {capacity} slots \
          (at most {} live)",
         start.elapsed(),
         threads * WINDOW
     );
-    assert!(pool.is_empty());
     capacity
 }
 

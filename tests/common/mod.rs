@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
-use handle_pool::{pin, Config, Handle};
+use handle_pool::{pin, Config, Handle, HandlePool};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------
@@ -383,4 +383,36 @@ pub fn op(batches: u32, reclaims: u32) -> impl Strategy<Value = Op> {
 /// The element at position `i` modulo the length, if there is any.
 pub fn pick<T: Copy>(list: &[T], i: usize) -> Option<T> {
     (!list.is_empty()).then(|| list[i % list.len()])
+}
+
+/// Churn: each of `threads` threads does `pairs` insert→remove pairs,
+/// keeping a window of `window` live values (with `check`, each read back
+/// with `get_cloned` before its remove), then removes them all. Returns the
+/// pool's capacity and slots used afterwards.
+pub fn churn(threads: usize, pairs: usize, window: usize, check: bool) -> (usize, usize) {
+    use std::collections::VecDeque;
+    let pool: HandlePool<u64> = HandlePool::new();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let pool = &pool;
+            s.spawn(move || {
+                let mut live = VecDeque::with_capacity(window);
+                for i in 0..pairs {
+                    let value = (t * pairs + i) as u64;
+                    live.push_back((pool.insert(value), value));
+                    if live.len() == window {
+                        let (h, v) = live.pop_front().unwrap();
+                        if check {
+                            assert_eq!(pool.get_cloned(h), Some(v));
+                        }
+                        assert!(pool.remove(h));
+                    }
+                }
+                for (h, _) in live {
+                    assert!(pool.remove(h));
+                }
+            });
+        }
+    });
+    (pool.capacity(), pool.slots_used())
 }
