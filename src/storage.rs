@@ -14,10 +14,11 @@ const BUCKETS: usize = 4 * 64;
 
 pub(crate) struct Storage<T> {
     buckets: [AtomicPtr<Slot<T>>; BUCKETS],
-    /// log2 of the first bucket's size.
-    first_shift: u32,
     /// The first bucket's size, `1 << first_shift`.
     first: u64,
+    /// `4 * first_shift + 4`: what `locate` subtracts from `4 * top + high`
+    /// to number the buckets from 0.
+    bucket_base: usize,
     /// The storage owns the slots, and through them the `T`s they hold: its
     /// auto traits (and those of everything that borrows it, such as the
     /// iterators) must follow `T`'s, not those of the atomic pointers.
@@ -32,15 +33,18 @@ struct Location {
 }
 
 impl<T> Storage<T> {
+    /// Storage whose first level holds `1 << first_shift` slots (at least
+    /// 4, so that every level cuts into four buckets).
     pub(crate) fn new(first_shift: u32) -> Self {
         assert!(
             first_shift < 31,
             "the first bucket must be smaller than 2^31 slots"
         );
+        let first_shift = first_shift.max(2);
         Storage {
             buckets: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-            first_shift,
             first: 1 << first_shift,
+            bucket_base: 4 * first_shift as usize + 4,
             _owns: PhantomData,
         }
     }
@@ -48,22 +52,23 @@ impl<T> Storage<T> {
     #[inline(always)]
     fn locate(&self, index: u32) -> Location {
         let shifted = index as u64 + self.first;
+        // At least `first_shift`, so at least 2.
         let top = 63 - shifted.leading_zeros();
-        // Below a level of four slots the quarters are single slots, and
-        // only the ones the level's indices reach are ever used.
-        let quarter_shift = top.saturating_sub(2);
-        let quarter = ((shifted >> quarter_shift) & 3) as usize;
-        let level = (top - self.first_shift) as usize;
+        let quarter_shift = top - 2;
+        // The top bit and the two below it: 4 + the quarter.
+        let high = shifted >> quarter_shift;
+        // 4 * level + quarter, as one add.
+        let bucket = (4 * top as usize + high as usize).wrapping_sub(self.bucket_base);
         Location {
-            bucket: ((level << 2) | quarter) & (BUCKETS - 1),
-            offset: (shifted & ((1u64 << quarter_shift) - 1)) as usize,
+            bucket: bucket & (BUCKETS - 1),
+            offset: (shifted - (high << quarter_shift)) as usize,
         }
     }
 
     #[inline(always)]
     fn bucket_len(&self, bucket: usize) -> usize {
-        let top = (bucket >> 2) as u32 + self.first_shift;
-        1usize << top.saturating_sub(2)
+        // `bucket + bucket_base - 4` is `4 * top + quarter`.
+        1usize << (((bucket + self.bucket_base - 4) >> 2) - 2)
     }
 
     /// The slot at `index`, or `None` if its bucket was never allocated.

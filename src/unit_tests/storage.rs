@@ -46,14 +46,23 @@ fn every_index_has_one_place_and_buckets_follow_each_other() {
 
 #[test]
 fn the_last_indices_fit_the_last_bucket() {
+    for first_shift in [0, 6] {
+        let storage = Storage::<u32>::new(first_shift);
+        // `MAX_INDEX` (u32::MAX - 1) lands inside a bucket in range, and
+        // so does `u32::MAX` (the end-of-list mark, never a slot).
+        for index in [u32::MAX - 1, u32::MAX] {
+            let at = storage.locate(index);
+            assert!(at.bucket < BUCKETS && at.offset < storage.bucket_len(at.bucket));
+        }
+    }
+    // With a first level of 4 (the smallest): the last quarter of level 29
+    // ends at index 2^32 - 5, and level 30 starts at 2^32 - 4.
     let storage = Storage::<u32>::new(0);
-    let last = storage.locate(u32::MAX - 1);
-    // `MAX_INDEX` (u32::MAX - 1) is the last slot of the last quarter of
-    // level 31: bucket 4 * 31 + 3.
-    assert_eq!(last.bucket, 127);
-    assert_eq!(last.offset, storage.bucket_len(127) - 1);
-    let start = storage.locate((1u32 << 31) - 1);
-    assert_eq!((start.bucket, start.offset), (124, 0));
+    let end = storage.locate(u32::MAX - 4);
+    assert_eq!(end.bucket, 4 * 29 + 3);
+    assert_eq!(end.offset, storage.bucket_len(end.bucket) - 1);
+    let start = storage.locate(u32::MAX - 3);
+    assert_eq!((start.bucket, start.offset), (4 * 30, 0));
 }
 
 #[test]
