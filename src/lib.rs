@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs, rust_2018_idioms)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The map of the crate, in data-flow order (each module names only those
 // below it):
 //
 // - `pool`: `HandlePool<T, H>`, the API and its docs; converts typed handles.
-// - `iter`, `collect`, `serde_impl`: iterators, `FromIterator`/`Extend`/
-//   `IntoIterator`, serde; typed wrappers over the raw pool's cursors.
+// - `iter`, `collect`, `serde_impl`, `par`: iterators, `FromIterator`/
+//   `Extend`/`IntoIterator`, serde, rayon's parallel iterators and
+//   collection; typed wrappers over the raw pool's cursors.
 // - `raw`: `RawPool<T>`, every slot mechanic: acquire, publish, look up,
 //   remove, give back, restore, and the length accounting.
 // - `reclaim`: the epoch collector, guard checks, eras and deferred batches,
@@ -23,6 +25,8 @@ mod error;
 mod handle;
 mod iter;
 mod lists;
+#[cfg(feature = "rayon")]
+mod par;
 mod pool;
 mod raw;
 mod reclaim;
@@ -52,6 +56,8 @@ pub use crossbeam_epoch::{pin, Guard};
 pub use error::CapacityError;
 pub use handle::{Handle, PoolHandle, MAX_GENERATION, MAX_INDEX};
 pub use iter::{Drain, Iter, IterMut};
+#[cfg(feature = "rayon")]
+pub use par::{ParDrain, ParIter, ParIterMut, ParValuesMut};
 pub use pool::HandlePool;
 pub use reference::ReferenceTable;
 

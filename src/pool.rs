@@ -456,14 +456,14 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get_disjoint_mut(handles.map(PoolHandle::handle))
     }
 
-    /// The raw pool (for `serde_impl`).
-    #[cfg(feature = "serde")]
+    /// The raw pool (for `serde_impl` and `par`).
+    #[cfg(any(feature = "serde", feature = "rayon"))]
     pub(crate) fn raw(&self) -> &RawPool<T> {
         &self.raw
     }
 
     /// The raw pool, mutably.
-    #[cfg(feature = "serde")]
+    #[cfg(any(feature = "serde", feature = "rayon"))]
     pub(crate) fn raw_mut(&mut self) -> &mut RawPool<T> {
         &mut self.raw
     }
