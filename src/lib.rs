@@ -55,7 +55,7 @@ pub use config::Config;
 pub use crossbeam_epoch::{pin, Guard};
 pub use error::CapacityError;
 pub use handle::{Handle, PoolHandle, MAX_GENERATION, MAX_INDEX};
-pub use iter::{Drain, Iter, IterMut};
+pub use iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};
 #[cfg(feature = "rayon")]
 pub use par::{ParDrain, ParIter, ParIterMut, ParValuesMut};
 pub use pool::HandlePool;
