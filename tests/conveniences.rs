@@ -38,16 +38,18 @@ fn try_insert_with_gives_the_closure_back_when_full() {
     let b = pool.try_insert_with(|me| (me, 2)).unwrap();
     assert_eq!(pool.with(a, |v| *v), Some((a, 1)));
     assert_eq!(pool.with(b, |v| *v), Some((b, 2)));
-    let mut called = false;
+    let called = std::cell::Cell::new(false);
     let full = pool
         .try_insert_with(|me| {
-            called = true;
+            called.set(true);
             (me, 3)
         })
         .unwrap_err();
-    // The closure handed back is the one given, never called.
-    drop(full.into_inner());
-    assert!(!called);
+    assert!(!called.get());
+    // The closure handed back is the one given, not called yet.
+    let f = full.into_inner();
+    assert_eq!(f(a).1, 3);
+    assert!(called.get());
     assert_eq!(pool.len(), 2);
 }
 

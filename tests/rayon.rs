@@ -24,14 +24,14 @@ fn par_iter_visits_every_live_value_once_on_a_quiescent_pool() {
     // Holes: every third value removed.
     assert_eq!(
         pool.remove_many(&handles.iter().copied().step_by(3).collect::<Vec<_>>()),
-        (N + 2) / 3
+        N.div_ceil(3)
     );
     let guard = pin();
     let mut sequential: Vec<(Handle, u64)> = pool.iter(&guard).map(|(h, v)| (h, *v)).collect();
     let mut parallel: Vec<(Handle, u64)> = pool.par_iter(&guard).map(|(h, v)| (h, *v)).collect();
     sequential.sort();
     parallel.sort();
-    assert_eq!(parallel.len(), N - (N + 2) / 3);
+    assert_eq!(parallel.len(), N - N.div_ceil(3));
     assert_eq!(parallel, sequential);
     for (h, v) in parallel {
         assert_eq!(handles[v as usize], h);
