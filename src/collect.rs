@@ -110,6 +110,11 @@ impl<T, H: PoolHandle> Iterator for IntoIter<T, H> {
         let (handle, value) = self.entries.next()?;
         Some((H::from_handle(handle), value))
     }
+
+    /// Exact: the pool's length, exact when owned, counted down.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
 }
 
 impl<T, H: PoolHandle> FusedIterator for IntoIter<T, H> {}

@@ -49,6 +49,12 @@ impl<'g, T, H: PoolHandle> Iterator for Iter<'g, T, H> {
         let (handle, value) = self.entries.next()?;
         Some((H::from_handle(handle), value))
     }
+
+    /// `(0, Some(slots left to visit))`: under concurrency any other lower
+    /// bound would be a guess.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
 }
 
 impl<T, H: PoolHandle> FusedIterator for Iter<'_, T, H> {}
@@ -91,6 +97,11 @@ impl<'a, T, H: PoolHandle> Iterator for IterMut<'a, T, H> {
     fn next(&mut self) -> Option<Self::Item> {
         let (handle, value) = self.entries.next()?;
         Some((H::from_handle(handle), value))
+    }
+
+    /// Exact: the pool's length, which `&mut` makes exact, counted down.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
     }
 }
 
@@ -137,6 +148,110 @@ impl<T, H: PoolHandle> Iterator for Drain<'_, T, H> {
         let (handle, value) = self.drained.next()?;
         Some((H::from_handle(handle), value))
     }
+
+    /// Exact: the pool's length, which `&mut` makes exact, counted down.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.drained.size_hint()
+    }
 }
 
 impl<T, H: PoolHandle> FusedIterator for Drain<'_, T, H> {}
+
+/// Iterator over the handles of the values in the pool, from
+/// [`HandlePool::keys`](crate::HandlePool::keys).
+///
+/// Each handle was live at the moment its slot was visited.
+///
+/// ```
+/// let pool = handle_pool::HandlePool::new();
+/// let h = pool.insert('a');
+/// let guard = handle_pool::pin();
+/// assert_eq!(pool.keys(&guard).collect::<Vec<_>>(), [h]);
+/// ```
+pub struct Keys<'g, T, H> {
+    iter: Iter<'g, T, H>,
+}
+
+impl<'g, T, H> Keys<'g, T, H> {
+    pub(crate) fn new(iter: Iter<'g, T, H>) -> Self {
+        Keys { iter }
+    }
+}
+
+impl<T, H: PoolHandle> Iterator for Keys<'_, T, H> {
+    type Item = H;
+
+    fn next(&mut self) -> Option<H> {
+        self.iter.next().map(|(handle, _)| handle)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> FusedIterator for Keys<'_, T, H> {}
+
+/// Iterator over `&value` for the values in the pool, from
+/// [`HandlePool::values`](crate::HandlePool::values).
+///
+/// ```
+/// let pool: handle_pool::HandlePool<u8> = (1..=3).collect();
+/// let guard = handle_pool::pin();
+/// assert_eq!(pool.values(&guard).map(|v| *v as u32).sum::<u32>(), 6);
+/// ```
+pub struct Values<'g, T, H> {
+    iter: Iter<'g, T, H>,
+}
+
+impl<'g, T, H> Values<'g, T, H> {
+    pub(crate) fn new(iter: Iter<'g, T, H>) -> Self {
+        Values { iter }
+    }
+}
+
+impl<'g, T, H: PoolHandle> Iterator for Values<'g, T, H> {
+    type Item = &'g T;
+
+    fn next(&mut self) -> Option<&'g T> {
+        self.iter.next().map(|(_, value)| value)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> FusedIterator for Values<'_, T, H> {}
+
+/// Iterator over `&mut value`, from
+/// [`HandlePool::values_mut`](crate::HandlePool::values_mut).
+///
+/// ```
+/// let mut pool: handle_pool::HandlePool<u8> = (1..=3).collect();
+/// pool.values_mut().for_each(|v| *v += 1);
+/// assert_eq!(pool.values_mut().map(|v| *v as u32).sum::<u32>(), 9);
+/// ```
+pub struct ValuesMut<'a, T, H> {
+    iter: IterMut<'a, T, H>,
+}
+
+impl<'a, T, H> ValuesMut<'a, T, H> {
+    pub(crate) fn new(iter: IterMut<'a, T, H>) -> Self {
+        ValuesMut { iter }
+    }
+}
+
+impl<'a, T, H: PoolHandle> Iterator for ValuesMut<'a, T, H> {
+    type Item = &'a mut T;
+
+    fn next(&mut self) -> Option<&'a mut T> {
+        self.iter.next().map(|(_, value)| value)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> FusedIterator for ValuesMut<'_, T, H> {}

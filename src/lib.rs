@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs, rust_2018_idioms)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The map of the crate, in data-flow order, opens `docs/design.md`
 // (rendered as the `design` module).
@@ -9,6 +10,8 @@ mod error;
 mod handle;
 mod iter;
 mod lists;
+#[cfg(feature = "rayon")]
+mod par;
 mod pool;
 mod raw;
 mod reclaim;
@@ -37,7 +40,9 @@ pub use config::Config;
 pub use crossbeam_epoch::{pin, Guard};
 pub use error::CapacityError;
 pub use handle::{Handle, PoolHandle, MAX_GENERATION, MAX_INDEX};
-pub use iter::{Drain, Iter, IterMut};
+pub use iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};
+#[cfg(feature = "rayon")]
+pub use par::{ParDrain, ParIter, ParIterMut, ParValuesMut};
 pub use pool::HandlePool;
 pub use reference::ReferenceTable;
 

@@ -8,7 +8,7 @@ use crossbeam_epoch::Guard;
 use crate::config::Config;
 use crate::error::CapacityError;
 use crate::handle::{Handle, PoolHandle};
-use crate::iter::{Drain, Iter, IterMut};
+use crate::iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};
 use crate::raw::{HandleSink, RawPool};
 
 /// A concurrent, lock-free pool of `T` values addressed by generational handles.
@@ -182,6 +182,44 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         match (made, shown) {
             (Some(_), Some(handle)) => handle,
             _ => panic!("HandlePool::insert_with: the pool is full (all 2^32 - 1 slot indices are in use or retired)"),
+        }
+    }
+
+    /// Inserts the value `f` makes from its own handle, or gives `f` back,
+    /// not called, if the pool is full: [`insert_with`](Self::insert_with)
+    /// as [`try_insert`](Self::try_insert) is to [`insert`](Self::insert).
+    ///
+    /// If `f` panics, nothing is inserted and the handle it was shown stays
+    /// stale forever.
+    ///
+    /// # Errors
+    /// [`CapacityError`] holding `f` when no slot index is left.
+    ///
+    /// # Panics
+    /// If `f` panics.
+    ///
+    /// ```
+    /// use handle_pool::{Handle, HandlePool};
+    /// let pool: HandlePool<(Handle, u32)> = HandlePool::new();
+    /// match pool.try_insert_with(|me| (me, 7)) {
+    ///     Ok(h) => assert_eq!(pool.with(h, |v| v.0), Some(h)),
+    ///     Err(full) => drop(full.into_inner()), // the closure, never called
+    /// }
+    /// ```
+    pub fn try_insert_with<F: FnOnce(H) -> T>(&self, f: F) -> Result<H, CapacityError<F>> {
+        // `f` stays here until the raw pool has a slot for it: if it has
+        // none, it calls nothing and `f` is given back.
+        let mut pending = Some(f);
+        let mut shown = None;
+        let made = self.raw.insert_with(|handle| {
+            let handle = *shown.insert(H::from_handle(handle));
+            let f = pending.take().expect("the raw pool calls the closure once");
+            f(handle)
+        });
+        match (made, shown, pending) {
+            (Some(_), Some(handle), _) => Ok(handle),
+            (_, _, Some(f)) => Err(CapacityError(f)),
+            _ => unreachable!("the closure ran, so the value was inserted"),
         }
     }
 
@@ -414,6 +452,66 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         Iter::new(self.raw.entries(guard))
     }
 
+    /// Iterates over the handles of the values in the pool, with the same
+    /// guarantees as [`iter`](Self::iter): each handle yielded was live when
+    /// its slot was visited.
+    ///
+    /// # Panics
+    /// As [`get`](Self::get), for a guard that is not pinned by [`pin()`](crate::pin).
+    ///
+    /// ```
+    /// use handle_pool::{pin, HandlePool};
+    /// let pool = HandlePool::new();
+    /// let a = pool.insert(1);
+    /// let b = pool.insert(2);
+    /// let guard = pin();
+    /// let mut keys: Vec<_> = pool.keys(&guard).collect();
+    /// keys.sort();
+    /// assert_eq!(keys, [a, b]);
+    /// ```
+    pub fn keys<'g>(&'g self, guard: &'g Guard) -> Keys<'g, T, H> {
+        Keys::new(self.iter(guard))
+    }
+
+    /// Iterates over `&value` for the values in the pool, with the same
+    /// guarantees as [`iter`](Self::iter).
+    ///
+    /// # Panics
+    /// As [`get`](Self::get), for a guard that is not pinned by [`pin()`](crate::pin).
+    ///
+    /// ```
+    /// use handle_pool::{pin, HandlePool};
+    /// let pool: HandlePool<u32> = (1..=4).collect();
+    /// let guard = pin();
+    /// assert_eq!(pool.values(&guard).sum::<u32>(), 10);
+    /// ```
+    ///
+    /// A value cannot outlive its guard:
+    ///
+    /// ```compile_fail,E0597
+    /// use handle_pool::{pin, HandlePool};
+    /// let pool: HandlePool<u32> = (1..=4).collect();
+    /// let max = {
+    ///     let guard = pin();
+    ///     pool.values(&guard).max()
+    /// };
+    /// println!("{max:?}");
+    /// ```
+    pub fn values<'g>(&'g self, guard: &'g Guard) -> Values<'g, T, H> {
+        Values::new(self.iter(guard))
+    }
+
+    /// Iterates over `&mut value`. No epoch cost.
+    ///
+    /// ```
+    /// let mut pool: handle_pool::HandlePool<u32> = (1..=4).collect();
+    /// for v in pool.values_mut() { *v *= 10; }
+    /// assert_eq!(pool.values_mut().map(|v| *v).sum::<u32>(), 100);
+    /// ```
+    pub fn values_mut(&mut self) -> ValuesMut<'_, T, H> {
+        ValuesMut::new(self.iter_mut())
+    }
+
     /// The value `handle` refers to, mutably. No epoch cost.
     ///
     /// ```
@@ -456,14 +554,14 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get_disjoint_mut(handles.map(PoolHandle::handle))
     }
 
-    /// The raw pool (for `serde_impl`).
-    #[cfg(feature = "serde")]
+    /// The raw pool (for `serde_impl` and `par`).
+    #[cfg(any(feature = "serde", feature = "rayon"))]
     pub(crate) fn raw(&self) -> &RawPool<T> {
         &self.raw
     }
 
     /// The raw pool, mutably.
-    #[cfg(feature = "serde")]
+    #[cfg(any(feature = "serde", feature = "rayon"))]
     pub(crate) fn raw_mut(&mut self) -> &mut RawPool<T> {
         &mut self.raw
     }

@@ -750,16 +750,16 @@ impl<T> RawPool<T> {
     }
 
     pub(crate) fn entries_mut(&mut self) -> EntriesMut<'_, T> {
-        EntriesMut(Occupied::new(
-            &self.storage,
-            self.slots_used(),
-            Ordering::Relaxed,
-        ))
+        EntriesMut {
+            left: Left(Some(self.len())),
+            occupied: Occupied::new(&self.storage, self.slots_used(), Ordering::Relaxed),
+        }
     }
 
     /// Takes every value out; the rest go when the iterator drops.
     pub(crate) fn drain(&mut self) -> Drained<'_, T> {
         Drained {
+            left: Left(Some(self.len())),
             occupied: Occupied::new(&self.storage, self.slots_used(), Ordering::Relaxed),
             pool: self,
         }
@@ -770,6 +770,7 @@ impl<T> RawPool<T> {
         IntoEntries {
             next: 0,
             end: self.slots_used(),
+            left: Left(Some(self.len())),
             pool: self,
         }
     }
@@ -782,6 +783,50 @@ impl<T> Drop for RawPool<T> {
         if let Some(panic) = self.reclaim_all(true) {
             std::panic::resume_unwind(panic);
         }
+    }
+}
+
+/// The pool, borrowed mutably, shared by the jobs of a parallel batch
+/// insert: it only moves values in, so it may be shared by threads when
+/// `T: Send`, without the `T: Sync` that sharing `&RawPool` needs.
+pub(crate) struct Inserter<'a, T>(&'a RawPool<T>);
+
+impl<T> Clone for Inserter<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Inserter<'_, T> {}
+
+impl<T> Inserter<'_, T> {
+    /// Inserts one value, as [`RawPool::insert`].
+    pub(crate) fn insert(self, value: T) -> Result<Handle, T> {
+        self.0.insert(value)
+    }
+
+    /// Inserts the values as one batch, keeping no handles, as
+    /// [`RawPool::insert_many`].
+    pub(crate) fn insert_all(self, values: impl IntoIterator<Item = T>) -> Result<(), T> {
+        self.0.insert_many(values, &mut ())
+    }
+}
+
+// SAFETY: an `Inserter` reaches the pool only through `insert` and
+// `insert_all`, which move values in from the calling thread and hand out no
+// `&T`; the values are later dropped or taken by whoever owns the pool:
+// `T: Send` covers both. The `&mut` borrow it came from keeps every other
+// access out while it lives.
+unsafe impl<T: Send> Send for Inserter<'_, T> {}
+
+// SAFETY: as for `Send`: `&Inserter` gives nothing more than `Inserter`
+// (it is `Copy`), and that only moves `T`s in.
+unsafe impl<T: Send> Sync for Inserter<'_, T> {}
+
+impl<T> RawPool<T> {
+    /// The pool as an [`Inserter`] for parallel batch inserts.
+    pub(crate) fn inserter(&mut self) -> Inserter<'_, T> {
+        Inserter(self)
     }
 }
 
@@ -905,6 +950,49 @@ impl<'a, T> Occupied<'a, T> {
             order,
         }
     }
+
+    /// Splits the slots left in two (see [`Slots::split_off`]): keeps the
+    /// lower part, returns the upper one.
+    fn split_off(&mut self) -> Option<Self> {
+        Some(Occupied {
+            slots: self.slots.split_off()?,
+            order: self.order,
+        })
+    }
+
+    /// An upper bound on the items left: the slot indices left to visit.
+    fn bound(&self) -> usize {
+        usize::try_from(self.slots.indices_left()).unwrap_or(usize::MAX)
+    }
+}
+
+/// How many values an exclusive iterator has left: counted down from the
+/// pool's length, exact while the pool is borrowed mutably or owned (no
+/// operation in flight); unknown once the range is split.
+#[derive(Clone, Copy)]
+struct Left(Option<usize>);
+
+impl Left {
+    fn yielded(&mut self) {
+        if let Some(left) = &mut self.0 {
+            *left = left.saturating_sub(1);
+        }
+    }
+
+    fn finished(&mut self) {
+        debug_assert!(
+            matches!(self.0, None | Some(0)),
+            "handle-pool bug: the length disagrees with the occupied slots"
+        );
+        self.0 = Some(0);
+    }
+
+    fn size_hint(&self, bound: usize) -> (usize, Option<usize>) {
+        match self.0 {
+            Some(left) => (left, Some(left)),
+            None => (0, Some(bound)),
+        }
+    }
 }
 
 impl<'a, T> Iterator for Occupied<'a, T> {
@@ -921,7 +1009,22 @@ impl<'a, T> Iterator for Occupied<'a, T> {
 }
 
 /// `(handle, &value)`, from [`RawPool::entries`].
+///
+/// It holds no guard, only the storage and a range of slot indices: the
+/// guard was checked by `entries` and is borrowed for `'g` by whoever made
+/// it. So it is `Send` exactly when `&T` is (`T: Sync`), and a part split
+/// off may run on another thread: every visit there happens after the pin
+/// (the hand-off to that thread synchronizes with the pinning thread), so a
+/// removal the visit does not see comes after the pin too, and the value's
+/// reclamation waits for the guard, which outlives `'g`.
 pub(crate) struct Entries<'g, T>(Occupied<'g, T>);
+
+impl<T> Entries<'_, T> {
+    /// Splits the slots left in two: keeps the lower part, returns the upper.
+    pub(crate) fn split_off(&mut self) -> Option<Self> {
+        Some(Entries(self.0.split_off()?))
+    }
+}
 
 impl<'g, T> Iterator for Entries<'g, T> {
     type Item = (Handle, &'g T);
@@ -931,24 +1034,55 @@ impl<'g, T> Iterator for Entries<'g, T> {
         let (handle, slot) = self.0.next()?;
         // SAFETY: the word was OCCUPIED (an Acquire load), so the value is
         // initialised; the guard checked by `entries` and borrowed for 'g was
-        // pinned before that load, so the value outlives 'g even if removed.
+        // pinned before that load (on this thread, or on the thread that
+        // handed this part over), so the value outlives 'g even if removed.
         Some((handle, unsafe { slot.value_ref() }))
+    }
+
+    /// Concurrent inserts and removes make any lower bound but 0 a guess;
+    /// the slots left to visit bound it above.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.0.bound()))
     }
 }
 
 /// `(handle, &mut value)`, from [`RawPool::entries_mut`].
-pub(crate) struct EntriesMut<'a, T>(Occupied<'a, T>);
+pub(crate) struct EntriesMut<'a, T> {
+    occupied: Occupied<'a, T>,
+    left: Left,
+}
+
+impl<T> EntriesMut<'_, T> {
+    /// Splits the slots left in two: keeps the lower part, returns the upper.
+    /// The parts visit disjoint slots, so their references never alias.
+    pub(crate) fn split_off(&mut self) -> Option<Self> {
+        let upper = self.occupied.split_off()?;
+        self.left = Left(None);
+        Some(EntriesMut {
+            occupied: upper,
+            left: Left(None),
+        })
+    }
+}
 
 impl<'a, T> Iterator for EntriesMut<'a, T> {
     type Item = (Handle, &'a mut T);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, slot) = self.0.next()?;
+        let Some((handle, slot)) = self.occupied.next() else {
+            self.left.finished();
+            return None;
+        };
+        self.left.yielded();
         // SAFETY: OCCUPIED means initialised; the iterator borrows the pool
-        // mutably for 'a and visits each slot once, so the references are
-        // unique.
+        // mutably for 'a and visits each slot once (parts split off visit
+        // disjoint ranges), so the references are unique.
         Some((handle, unsafe { slot.value_mut() }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.left.size_hint(self.occupied.bound())
     }
 }
 
@@ -966,17 +1100,42 @@ unsafe impl<T: Sync> Sync for EntriesMut<'_, T> {}
 pub(crate) struct Drained<'a, T> {
     pool: &'a RawPool<T>,
     occupied: Occupied<'a, T>,
+    left: Left,
+}
+
+impl<T> Drained<'_, T> {
+    /// Splits the slots left in two: keeps the lower part, returns the
+    /// upper. Each part takes out (or, when dropped, drops) the values of
+    /// its own range, so every value goes exactly once.
+    pub(crate) fn split_off(&mut self) -> Option<Self> {
+        let upper = self.occupied.split_off()?;
+        self.left = Left(None);
+        Some(Drained {
+            pool: self.pool,
+            occupied: upper,
+            left: Left(None),
+        })
+    }
 }
 
 impl<T> Iterator for Drained<'_, T> {
     type Item = (Handle, T);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, _) = self.occupied.next()?;
-        // SAFETY: the slot is OCCUPIED and `drain` borrowed the pool mutably
-        // for as long as this iterator lives.
+        let Some((handle, _)) = self.occupied.next() else {
+            self.left.finished();
+            return None;
+        };
+        self.left.yielded();
+        // SAFETY: the slot is OCCUPIED, `drain` borrowed the pool mutably for
+        // as long as this iterator (and every part split off it) lives, and
+        // no other part visits this slot: the access is exclusive.
         let value = unsafe { self.pool.take_exclusive(handle.index()) };
         Some((handle, value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.left.size_hint(self.occupied.bound())
     }
 }
 
@@ -988,8 +1147,10 @@ impl<T> Drop for Drained<'_, T> {
 
 // SAFETY: a `Drained` borrows the pool mutably and moves values out of it:
 // sending it sends those values, which needs `T: Send` (as for
-// `std::vec::Drain`). What else it touches, the slot words and a stripe's
-// free list, are atomics the pool shares between threads anyway.
+// `std::vec::Drain`); it never hands out a `&T`, so parts split off it may
+// run on several threads at once without `T: Sync`. What else it touches,
+// the slot words of its own range, the length shares and the stripes' free
+// lists, are atomics the pool shares between threads anyway.
 unsafe impl<T: Send> Send for Drained<'_, T> {}
 
 // SAFETY: `&Drained` reaches nothing (`next` needs `&mut`); `Sync` follows
@@ -1001,6 +1162,7 @@ pub(crate) struct IntoEntries<T> {
     pool: RawPool<T>,
     next: u64,
     end: u64,
+    left: Left,
 }
 
 impl<T> Iterator for IntoEntries<T> {
@@ -1015,12 +1177,19 @@ impl<T> Iterator for IntoEntries<T> {
             };
             let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
             if word.state() == State::Occupied {
+                self.left.yielded();
                 // SAFETY: the slot is OCCUPIED and the iterator owns the pool.
                 let value = unsafe { self.pool.take_exclusive(index) };
                 return Some((Handle::new(index, word.generation()), value));
             }
         }
+        self.left.finished();
         None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let bound = usize::try_from(self.end.saturating_sub(self.next)).unwrap_or(usize::MAX);
+        self.left.size_hint(bound)
     }
 }
 

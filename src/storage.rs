@@ -187,6 +187,49 @@ pub(crate) struct Slots<'a, T> {
     end: u64,
 }
 
+impl<T> Slots<'_, T> {
+    /// How many indices are left to visit: an upper bound on the slots
+    /// still to come (those in unallocated buckets are skipped).
+    #[inline]
+    pub(crate) fn indices_left(&self) -> u64 {
+        self.end.saturating_sub(self.next)
+    }
+
+    /// Splits the indices left in two and returns the upper part, keeping
+    /// the lower; `None` if fewer than two are left.
+    ///
+    /// The cut is the middle of the range, moved to the nearest bucket
+    /// boundary when that is within a quarter of the range from the middle,
+    /// so that large ranges split into whole buckets and each part walks
+    /// its own bucket pointers.
+    pub(crate) fn split_off(&mut self) -> Option<Self> {
+        let len = self.indices_left();
+        if len < 2 {
+            return None;
+        }
+        let middle = self.next + len / 2;
+        // `middle < end <= 2^32`, so it is an index.
+        let at = self.storage.locate(middle as u32);
+        let bucket_start = middle - at.offset as u64;
+        let bucket_end = bucket_start + self.storage.bucket_len(at.bucket) as u64;
+        let slack = len / 4;
+        let cut = if bucket_start > self.next && middle - bucket_start <= slack {
+            bucket_start
+        } else if bucket_end < self.end && bucket_end - middle <= slack {
+            bucket_end
+        } else {
+            middle
+        };
+        let upper = Slots {
+            storage: self.storage,
+            next: cut,
+            end: self.end,
+        };
+        self.end = cut;
+        Some(upper)
+    }
+}
+
 impl<'a, T> Iterator for Slots<'a, T> {
     type Item = (u32, &'a Slot<T>);
 

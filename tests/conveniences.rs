@@ -1,0 +1,94 @@
+//! slotmap-shaped conveniences: `keys`, `values`, `values_mut`,
+//! `try_insert_with`, and the iterators' size hints.
+
+use handle_pool::{pin, Handle, HandlePool};
+
+mod common;
+use common::predictable;
+
+#[test]
+fn keys_and_values_match_iter() {
+    let pool: HandlePool<u32> = (0..100).collect();
+    let handles: Vec<Handle> = pool.insert_many(100..110);
+    for h in &handles[..5] {
+        pool.remove(*h);
+    }
+    let guard = pin();
+    let pairs: Vec<(Handle, u32)> = pool.iter(&guard).map(|(h, v)| (h, *v)).collect();
+    let keys: Vec<Handle> = pool.keys(&guard).collect();
+    let values: Vec<u32> = pool.values(&guard).copied().collect();
+    assert_eq!(keys, pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    assert_eq!(values, pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    assert_eq!(keys.len(), 105);
+}
+
+#[test]
+fn values_mut_visits_each_value_once() {
+    let mut pool: HandlePool<u32> = (0..50).collect();
+    pool.values_mut().for_each(|v| *v += 1);
+    let mut all: Vec<u32> = pool.into_iter().map(|(_, v)| v).collect();
+    all.sort();
+    assert_eq!(all, (1..=50).collect::<Vec<_>>());
+}
+
+#[test]
+fn try_insert_with_gives_the_closure_back_when_full() {
+    let pool: HandlePool<(Handle, u32)> = HandlePool::with_config(predictable(8, 2, 1));
+    let a = pool.try_insert_with(|me| (me, 1)).unwrap();
+    let b = pool.try_insert_with(|me| (me, 2)).unwrap();
+    assert_eq!(pool.with(a, |v| *v), Some((a, 1)));
+    assert_eq!(pool.with(b, |v| *v), Some((b, 2)));
+    let called = std::cell::Cell::new(false);
+    let full = pool
+        .try_insert_with(|me| {
+            called.set(true);
+            (me, 3)
+        })
+        .unwrap_err();
+    assert!(!called.get());
+    // The closure handed back is the one given, not called yet.
+    let f = full.into_inner();
+    assert_eq!(f(a).1, 3);
+    assert!(called.get());
+    assert_eq!(pool.len(), 2);
+}
+
+#[test]
+fn size_hints_are_honest() {
+    let mut pool: HandlePool<u32> = (0..100).collect();
+    let handles: Vec<Handle> = pool.insert_many(0..20);
+    for h in &handles {
+        pool.remove(*h);
+    }
+    {
+        let guard = pin();
+        for skip in 0..=100 {
+            let mut iter = pool.iter(&guard);
+            for _ in 0..skip {
+                iter.next();
+            }
+            let (low, high) = iter.size_hint();
+            let rest = iter.count();
+            assert_eq!(low, 0);
+            assert!(high.unwrap() >= rest, "{high:?} < {rest}");
+        }
+    }
+    pool.reclaim();
+    let mut iter = pool.iter_mut();
+    for left in (0..=100).rev() {
+        assert_eq!(iter.size_hint(), (left, Some(left)));
+        assert_eq!(iter.next().is_some(), left > 0);
+    }
+    let mut drain = pool.drain();
+    assert_eq!(drain.size_hint(), (100, Some(100)));
+    drain.next();
+    assert_eq!(drain.size_hint(), (99, Some(99)));
+    drop(drain);
+    assert!(pool.is_empty());
+    pool.extend(0..10);
+    let mut owned = pool.into_iter();
+    assert_eq!(owned.size_hint(), (10, Some(10)));
+    owned.next();
+    assert_eq!(owned.size_hint(), (9, Some(9)));
+    assert_eq!(owned.count(), 9);
+}
