@@ -147,18 +147,22 @@ fn main() {
                 ops.fetch_add(done, Relaxed);
             });
 
-        // Exclusive phase: move everyone, retarget some, list the handles.
+        // Exclusive phase, in parallel over the pool's storage: move
+        // everyone, retarget some, list the handles (sorted, so that the
+        // next frame's picks do not depend on how rayon split the work).
         next_handles.clear();
-        for (handle, entity) in pool.iter_mut() {
+        let previous = &handles;
+        next_handles.par_extend(pool.par_iter_mut().map(|(handle, entity)| {
             entity.x = (entity.x + entity.vx).rem_euclid(WORLD);
             entity.y = (entity.y + entity.vy).rem_euclid(WORLD);
             entity.lifetime = entity.lifetime.saturating_sub(1);
             let mut rng = Rng::new(entity.seed ^ u64::from(frame).rotate_left(32));
             if rng.below(16) == 0 {
-                entity.target = Some(handles[rng.below(live as u64) as usize]);
+                entity.target = Some(previous[rng.below(live as u64) as usize]);
             }
-            next_handles.push(handle);
-        }
+            handle
+        }));
+        next_handles.par_sort_unstable();
         std::mem::swap(&mut handles, &mut next_handles);
 
         if (frame + 1) % REPORT_EVERY == 0 || frame + 1 == frames {
