@@ -3,7 +3,9 @@
 use core::fmt;
 
 /// The pool has handed out all `MAX_INDEX + 1` slot indices it can address
-/// (or the configured limit) and none is free: the value is given back.
+/// (or the configured limit) and none can be reused now: every slot holds a
+/// value, is exhausted, or holds a removed value that a guard still
+/// protects. The value is given back.
 ///
 /// ```
 /// use handle_pool::HandlePool;

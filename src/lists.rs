@@ -69,7 +69,7 @@ impl FreeList {
 
     /// Pops a free slot; returns its index, the slot, its `FREE` word and
     /// the list's pop count after this pop. The caller owns the slot.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pop<'a, T>(
         &self,
         storage: &'a Storage<T>,

@@ -639,11 +639,13 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// Drops every removed value that no guard protects and makes its slot
     /// reusable, now, without `&mut`.
     ///
-    /// Seals every partially filled removal batch, pushes the epoch until
-    /// the batches deferred so far have passed their grace period, and
-    /// reclaims them on this thread. A value whose removal some guard
-    /// pinned before it still protects (on any thread, including this
-    /// one) stays until that guard is dropped; [`reclaim`](Self::reclaim)
+    /// Seals every partially filled removal batch, hands every sealed batch
+    /// to the epoch collector, pushes the epoch until they have passed their
+    /// grace period, and reclaims them on this thread. The grace period of
+    /// a batch starts when it is handed over (at the latest, during this
+    /// call), so a value stays if a guard pinned before that, on any thread
+    /// including this one, is still alive; it goes with a later `flush` or
+    /// pool operation once the guard is dropped. [`reclaim`](Self::reclaim)
     /// needs `&mut self` and has nothing to wait for.
     ///
     /// Costs a few microseconds plus the drops, whatever the pool's size.

@@ -26,6 +26,11 @@ use crate::sync::{yield_now, AtomicU64, Ordering};
 const SWEEP_EVERY_POPS: u32 = 1024;
 const SWEEP_EVERY_SEALS: u32 = 4;
 
+/// A stripe hands its sealed batches to the epoch collector this many at a
+/// time: each hand-over costs a flush of crossbeam's bag (about a
+/// microsecond), and each batch it holds back keeps 64 slots from reuse.
+const HAND_OVER_EVERY_SEALS: u32 = 4;
+
 /// At most this many times an insert gives the CPU away and looks again
 /// before it grows a pool whose reclamation is behind.
 const BEHIND_ROUNDS: usize = 4;
@@ -347,6 +352,16 @@ impl<T> RawPool<T> {
         // pinned may be holding back for a whole time slice. Give the CPU
         // away a few times, so that thread can run and unpin, looking again
         // each time; then go on and grow (no waiting on anyone for long).
+        // Before growing: this stripe's sealed batches still pending go to
+        // the collector now, not with the next hand-over.
+        if self.reclaimer.has_pending(home) {
+            self.reclaimer.hand_over(home);
+            if self.reclaim_into(home, home) {
+                if let Some(found) = self.pop_from(home) {
+                    return Some(found);
+                }
+            }
+        }
         for _ in 0..BEHIND_ROUNDS {
             if self.reclaimer.in_flight() == 0 || !self.reclamation_is_behind() {
                 break;
@@ -402,7 +417,7 @@ impl<T> RawPool<T> {
         self.slots_used() > 2 * self.len() as u64 + 512
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
         let (index, slot, word, pops) = self.stripes[stripe].free.pop(&self.storage)?;
         if pops % SWEEP_EVERY_POPS == 0 {
@@ -418,7 +433,8 @@ impl<T> RawPool<T> {
     /// Keeps reclamation going whatever the pool's traffic: visits one
     /// stripe (every stripe in turn, round-robin from `from`), seals its
     /// partial removal batch if nobody added to it since the last visit,
-    /// reclaims its ready batches onto `from`'s free list, and otherwise
+    /// hands its pending batches to the collector, reclaims its ready
+    /// batches onto `from`'s free list, and otherwise
     /// pushes the epoch (`push_epoch`, unless the caller just did) if
     /// batches are waiting for it. Run once per `SWEEP_EVERY_POPS` inserts
     /// and `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed
@@ -433,8 +449,11 @@ impl<T> RawPool<T> {
         let word = stripe.removals.word();
         if !RemovalBatch::is_empty_word(word) && stripe.unchanged_since_last_sweep(word) {
             if let Some(batch) = stripe.removals.seal_if_still(word) {
-                self.reclaimer.defer(target, batch);
+                self.reclaimer.seal(target, batch);
             }
+        }
+        if self.reclaimer.has_pending(target) {
+            self.reclaimer.hand_over(target);
         }
         if self.reclaimer.has_ready(target) {
             self.reclaim_into(target, from);
@@ -449,8 +468,9 @@ impl<T> RawPool<T> {
     fn seal_and_reclaim_all(&self, home: StripeIndex) {
         for stripe in self.stripes.all_from(home) {
             if let Some(batch) = self.stripes[stripe].removals.take_all() {
-                self.reclaimer.defer(stripe, batch);
+                self.reclaimer.seal(stripe, batch);
             }
+            self.reclaimer.hand_over(stripe);
         }
         self.reclaimer.settle();
         for stripe in self.stripes.all_from(home) {
@@ -617,13 +637,18 @@ impl<T> RawPool<T> {
         true
     }
 
-    /// Hands a batch this thread just sealed to the reclaimer, and sweeps
-    /// once per `SWEEP_EVERY_SEALS` batches.
+    /// Puts a batch this thread just sealed on its stripe's pending list;
+    /// hands the pending ones to the collector once per
+    /// `HAND_OVER_EVERY_SEALS` batches, and sweeps once per
+    /// `SWEEP_EVERY_SEALS`.
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch) {
-        self.reclaimer.defer(home, batch);
+        self.reclaimer.seal(home, batch);
         let seals = self.stripes[home].removals.removals() / self.config.batch;
+        if seals % HAND_OVER_EVERY_SEALS == 0 {
+            self.reclaimer.hand_over(home);
+        }
         if seals % SWEEP_EVERY_SEALS == 0 {
-            // `defer` has just flushed, which pushes the epoch.
+            // `hand_over` has just flushed, which pushes the epoch.
             self.sweep(home, seals / SWEEP_EVERY_SEALS, false);
         }
     }
@@ -789,16 +814,20 @@ impl<T> Drop for RawPool<T> {
 /// The pool, borrowed mutably, shared by the jobs of a parallel batch
 /// insert: it only moves values in, so it may be shared by threads when
 /// `T: Send`, without the `T: Sync` that sharing `&RawPool` needs.
+#[cfg(feature = "rayon")]
 pub(crate) struct Inserter<'a, T>(&'a RawPool<T>);
 
+#[cfg(feature = "rayon")]
 impl<T> Clone for Inserter<'_, T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
+#[cfg(feature = "rayon")]
 impl<T> Copy for Inserter<'_, T> {}
 
+#[cfg(feature = "rayon")]
 impl<T> Inserter<'_, T> {
     /// Inserts one value, as [`RawPool::insert`].
     pub(crate) fn insert(self, value: T) -> Result<Handle, T> {
@@ -817,12 +846,15 @@ impl<T> Inserter<'_, T> {
 // `&T`; the values are later dropped or taken by whoever owns the pool:
 // `T: Send` covers both. The `&mut` borrow it came from keeps every other
 // access out while it lives.
+#[cfg(feature = "rayon")]
 unsafe impl<T: Send> Send for Inserter<'_, T> {}
 
 // SAFETY: as for `Send`: `&Inserter` gives nothing more than `Inserter`
 // (it is `Copy`), and that only moves `T`s in.
+#[cfg(feature = "rayon")]
 unsafe impl<T: Send> Sync for Inserter<'_, T> {}
 
+#[cfg(feature = "rayon")]
 impl<T> RawPool<T> {
     /// The pool as an [`Inserter`] for parallel batch inserts.
     pub(crate) fn inserter(&mut self) -> Inserter<'_, T> {
@@ -951,6 +983,7 @@ impl<'a, T> Occupied<'a, T> {
         }
     }
 
+    #[cfg(feature = "rayon")]
     /// Splits the slots left in two (see [`Slots::split_off`]): keeps the
     /// lower part, returns the upper one.
     fn split_off(&mut self) -> Option<Self> {
@@ -1020,6 +1053,7 @@ impl<'a, T> Iterator for Occupied<'a, T> {
 pub(crate) struct Entries<'g, T>(Occupied<'g, T>);
 
 impl<T> Entries<'_, T> {
+    #[cfg(feature = "rayon")]
     /// Splits the slots left in two: keeps the lower part, returns the upper.
     pub(crate) fn split_off(&mut self) -> Option<Self> {
         Some(Entries(self.0.split_off()?))
@@ -1053,6 +1087,7 @@ pub(crate) struct EntriesMut<'a, T> {
 }
 
 impl<T> EntriesMut<'_, T> {
+    #[cfg(feature = "rayon")]
     /// Splits the slots left in two: keeps the lower part, returns the upper.
     /// The parts visit disjoint slots, so their references never alias.
     pub(crate) fn split_off(&mut self) -> Option<Self> {
@@ -1104,6 +1139,7 @@ pub(crate) struct Drained<'a, T> {
 }
 
 impl<T> Drained<'_, T> {
+    #[cfg(feature = "rayon")]
     /// Splits the slots left in two: keeps the lower part, returns the
     /// upper. Each part takes out (or, when dropped, drops) the values of
     /// its own range, so every value goes exactly once.

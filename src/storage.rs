@@ -195,6 +195,7 @@ impl<T> Slots<'_, T> {
         self.end.saturating_sub(self.next)
     }
 
+    #[cfg(feature = "rayon")]
     /// Splits the indices left in two and returns the upper part, keeping
     /// the lower; `None` if fewer than two are left.
     ///
