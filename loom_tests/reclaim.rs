@@ -222,3 +222,46 @@ fn pool_dropped_with_reclamation_pending_drops_each_value_once() {
         },
     );
 }
+
+/// One stripe, batches of two. Thread A removes two values, its second
+/// remove filling and sealing the batch, while thread B flushes, which
+/// takes whatever partial batch it finds (perhaps A's first value alone,
+/// racing A's push onto it) and settles it. Each removed value ends in
+/// exactly one batch, so it is dropped exactly once, never while read; and
+/// once the threads are done, a flush with no guard held leaves no removed
+/// value undropped.
+#[test]
+fn flush_racing_a_seal_drops_each_value_once() {
+    Model {
+        config: Config::tiny(8, 2),
+        values: 3,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                assert!(r.remove(pool, 1));
+            }),
+            step(|pool, r| {
+                r.flush(pool);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            r.flush(pool);
+            for id in 0..2 {
+                assert_eq!(
+                    r.log().drops(id),
+                    1,
+                    "a flush with no guard held dropped removed value {id}"
+                );
+            }
+            assert_eq!(r.log().drops(2), 0, "the live value is not dropped");
+            r.observe_all(pool);
+        }),
+    }
+    .check("flush_racing_a_seal_drops_each_value_once");
+}
