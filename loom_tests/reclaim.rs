@@ -8,7 +8,7 @@ use handle_pool::{pin, Config};
 
 use super::harness::{
     collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached,
-    Recorder,
+    Recorder, Tracked,
 };
 
 /// Two removes fill one batch of two on the same stripe, racing on its head
@@ -318,4 +318,50 @@ fn deferred_batch_racing_exclusive_reclaim_and_drop() {
         owner.release();
     });
     after_drop.assert("the old batch's closure ran after the pool was dropped");
+}
+
+/// Thread A pins, reads a value and keeps the reference, then flushes:
+/// the flush seals, pushes the epoch (`settle`'s rounds) and reclaims on
+/// the very thread whose guard protects that reference, while thread B
+/// removes the value (a batch of one, deferred at once). The value is not
+/// dropped while A's guard lives (A reads it again after the flush), and
+/// exactly once afterwards.
+#[test]
+fn flush_pushing_the_epoch_while_its_own_thread_holds_a_guard() {
+    let removed_before_flush = Reached::default();
+    let held = removed_before_flush.clone();
+    Model {
+        config: Config::tiny(8, 1),
+        values: 1,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+            }),
+            step(move |pool, r| {
+                let guard = pin();
+                let found: Option<&Tracked> = pool.get(r.handle(0), &guard);
+                r.record_get(0, found.map(Tracked::id));
+                if let Some(value) = found {
+                    if !r.contains(pool, 0) {
+                        // Its batch is in flight: the flush has work to do.
+                        held.mark();
+                    }
+                    r.flush(pool);
+                    assert_eq!(value.id(), 0, "the flush left the guarded value alone");
+                }
+                drop(guard);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the guard is gone");
+            r.observe_all(pool);
+        }),
+    }
+    .check("flush_pushing_the_epoch_while_its_own_thread_holds_a_guard");
+    removed_before_flush.assert("the value was removed before the flush, while guarded");
 }
