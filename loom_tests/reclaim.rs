@@ -325,7 +325,10 @@ fn deferred_batch_racing_exclusive_reclaim_and_drop() {
 /// the very thread whose guard protects that reference, while thread B
 /// removes the value (a batch of one, deferred at once). The value is not
 /// dropped while A's guard lives (A reads it again after the flush), and
-/// exactly once afterwards.
+/// exactly once afterwards. A flush rather than an insert: an insert pushes
+/// the epoch only with two batches in flight or at `max_slots`, and at the
+/// limit the one reusable slot here would be the guarded one, so the
+/// insert would fail instead of reaching `settle`.
 #[test]
 fn flush_pushing_the_epoch_while_its_own_thread_holds_a_guard() {
     let removed_before_flush = Reached::default();
