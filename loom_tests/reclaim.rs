@@ -280,43 +280,46 @@ fn flush_racing_a_seal_drops_each_value_once() {
 fn deferred_batch_racing_exclusive_reclaim_and_drop() {
     let after_drop = Reached::default();
     let seen = after_drop.clone();
-    explore("deferred_batch_racing_exclusive_reclaim_and_drop", move || {
-        let log = DropLog::new(3);
-        let pool = Pool::with_config(Config::tiny(8, 1));
-        let mut r = Recorder::new(Arc::clone(&log));
-        r.insert(&pool, 0);
-        r.insert(&pool, 1);
-        // Pinned before the batch is deferred: its closure waits for this.
-        let guard = pin();
-        // Bookkeeping, not modelled: loom runs the threads one at a time.
-        let dropped = Arc::new(AtomicBool::new(false));
-        let owner_dropped = Arc::clone(&dropped);
-        let owner = spawn_parked(move || {
-            let mut pool = pool;
-            // A batch of one: sealed and deferred.
-            assert!(r.remove(&pool, 0));
-            pool.reclaim();
-            assert_eq!(r.log().drops(0), 1, "reclaim drops the value at once");
-            let reused = r.insert(&pool, 2);
-            assert_eq!((reused.index(), reused.generation()), (0, 2));
-            assert!(pool.contains(r.handle(1)) && pool.contains(reused));
-            drop(pool);
-            owner_dropped.store(true, Ordering::Relaxed);
-            for id in 0..3 {
-                assert_eq!(r.log().drops(id), 1, "value {id} dropped once by now");
+    explore(
+        "deferred_batch_racing_exclusive_reclaim_and_drop",
+        move || {
+            let log = DropLog::new(3);
+            let pool = Pool::with_config(Config::tiny(8, 1));
+            let mut r = Recorder::new(Arc::clone(&log));
+            r.insert(&pool, 0);
+            r.insert(&pool, 1);
+            // Pinned before the batch is deferred: its closure waits for this.
+            let guard = pin();
+            // Bookkeeping, not modelled: loom runs the threads one at a time.
+            let dropped = Arc::new(AtomicBool::new(false));
+            let owner_dropped = Arc::clone(&dropped);
+            let owner = spawn_parked(move || {
+                let mut pool = pool;
+                // A batch of one: sealed and deferred.
+                assert!(r.remove(&pool, 0));
+                pool.reclaim();
+                assert_eq!(r.log().drops(0), 1, "reclaim drops the value at once");
+                let reused = r.insert(&pool, 2);
+                assert_eq!((reused.index(), reused.generation()), (0, 2));
+                assert!(pool.contains(r.handle(1)) && pool.contains(reused));
+                drop(pool);
+                owner_dropped.store(true, Ordering::Relaxed);
+                for id in 0..3 {
+                    assert_eq!(r.log().drops(id), 1, "value {id} dropped once by now");
+                }
+            });
+            drop(guard);
+            if dropped.load(Ordering::Relaxed) {
+                // Only this thread's collections can run the closure now.
+                seen.mark();
             }
-        });
-        drop(guard);
-        if dropped.load(Ordering::Relaxed) {
-            // Only this thread's collections can run the closure now.
-            seen.mark();
-        }
-        collect_garbage();
-        owner.finished();
-        collect_garbage();
-        log.assert_each_dropped_once();
-        owner.release();
-    });
+            collect_garbage();
+            owner.finished();
+            collect_garbage();
+            log.assert_each_dropped_once();
+            owner.release();
+        },
+    );
     after_drop.assert("the old batch's closure ran after the pool was dropped");
 }
 
