@@ -218,6 +218,12 @@ impl Recorder {
         removed
     }
 
+    /// `flush`. Not recorded: it changes no logical state (it only drops
+    /// values already removed and makes their slots reusable).
+    pub fn flush(&mut self, pool: &Pool) {
+        pool.flush();
+    }
+
     /// `get` under a fresh guard; checks the value read is intact.
     pub fn get(&mut self, pool: &Pool, id: Id) -> Option<Id> {
         let guard = pin();

@@ -2,7 +2,9 @@
 
 use handle_pool::Config;
 
-use super::harness::{expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached};
+use super::harness::{
+    collect_garbage, expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached,
+};
 
 /// One reusable slot, two inserts: one gets it (popping it, or reclaiming
 /// its released batch first), the other takes a fresh slot; neither gets
@@ -241,4 +243,68 @@ fn insert_many_racing_inserts_pops_disjoint_slots() {
         }),
     }
     .check("insert_many_racing_inserts_pops_disjoint_slots");
+}
+
+/// Two stripes, batches of one, one fresh slot at a time. Slot 0's batch is
+/// ready on stripe 0. Thread A (stripe 0) removes a value, deferring a
+/// second batch there, and inserts, reclaiming its own ready list; thread B
+/// (stripe 1, empty) inserts at the same time, so it pops stripe 0's free
+/// list or reclaims stripe 0's ready list from its slow path. The two get
+/// distinct slots, and no slot is lost: once everything is flushed, every
+/// slot handed out is live or reusable without growing.
+#[test]
+fn insert_steals_another_stripes_ready_batch_against_its_owner() {
+    let stolen = Reached::default();
+    let at_home = Reached::default();
+    let (s, h) = (stolen.clone(), at_home.clone());
+    Model {
+        config: Config {
+            stripes: 2,
+            ..Config::tiny(8, 1)
+        },
+        values: 6,
+        setup: setup(|pool, r| {
+            // The main thread's stripe is 0 (it is the first to ask).
+            r.insert(pool, 0);
+            r.insert(pool, 1);
+            r.remove(pool, 0);
+            collect_garbage();
+        }),
+        threads: vec![
+            // Spawned: stripe 1, empty.
+            step(|pool, r| {
+                r.insert(pool, 3);
+            }),
+            // Main: stripe 0, owner of the ready batch.
+            step(|pool, r| {
+                assert!(r.remove(pool, 1));
+                r.insert(pool, 2);
+            }),
+        ],
+        teardown: teardown(move |pool, r| {
+            let (home, thief) = (r.handle(2), r.handle(3));
+            assert_ne!(home.index(), thief.index(), "distinct slots");
+            if thief.index() == 0 {
+                s.mark();
+            } else if home.index() == 0 {
+                h.mark();
+            }
+            collect_garbage();
+            r.flush(pool);
+            assert_eq!((r.log().drops(0), r.log().drops(1)), (1, 1));
+            // Every slot handed out is live or free: filling them all
+            // takes no fresh slot.
+            let used = pool.slots_used();
+            let live = r.len(pool);
+            assert!(used <= 4 && live == 2, "used {used}, live {live}");
+            for id in 4..4 + (used - live) as u32 {
+                r.insert(pool, id);
+            }
+            assert_eq!(pool.slots_used(), used, "a removed slot was lost");
+            r.observe_all(pool);
+        }),
+    }
+    .check("insert_steals_another_stripes_ready_batch_against_its_owner");
+    stolen.assert("the thread on the other stripe got the ready slot");
+    at_home.assert("the owner got its own ready slot");
 }

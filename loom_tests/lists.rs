@@ -55,7 +55,7 @@ fn free_list_pop_push_race() {
 
         assert_eq!(list.pops(), 3, "the tag counts the three pops");
         let mut on_list = Vec::new();
-        while let Some((index, _, _)) = list.pop(&storage) {
+        while let Some((index, ..)) = list.pop(&storage) {
             on_list.push(index);
         }
         assert_eq!(on_list.len(), 1, "one slot left on the list: {on_list:?}");

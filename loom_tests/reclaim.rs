@@ -1,13 +1,14 @@
 //! Reclamation: batches, the free-list splice, eras, generation retirement
 //! and the pool's drop while reclamations are pending.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use handle_pool::Config;
+use handle_pool::{pin, Config};
 
 use super::harness::{
     collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached,
-    Recorder,
+    Recorder, Tracked,
 };
 
 /// Two removes fill one batch of two on the same stripe, racing on its head
@@ -221,4 +222,152 @@ fn pool_dropped_with_reclamation_pending_drops_each_value_once() {
             owner.release();
         },
     );
+}
+
+/// One stripe, batches of two. Thread A removes two values, its second
+/// remove filling and sealing the batch, while thread B flushes, which
+/// takes whatever partial batch it finds (perhaps A's first value alone,
+/// racing A's push onto it) and settles it. Each removed value ends in
+/// exactly one batch, so it is dropped exactly once, never while read; and
+/// once the threads are done, a flush with no guard held leaves no removed
+/// value undropped.
+#[test]
+fn flush_racing_a_seal_drops_each_value_once() {
+    Model {
+        config: Config::tiny(8, 2),
+        values: 3,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                assert!(r.remove(pool, 1));
+            }),
+            step(|pool, r| {
+                r.flush(pool);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            r.flush(pool);
+            for id in 0..2 {
+                assert_eq!(
+                    r.log().drops(id),
+                    1,
+                    "a flush with no guard held dropped removed value {id}"
+                );
+            }
+            assert_eq!(r.log().drops(2), 0, "the live value is not dropped");
+            r.observe_all(pool);
+        }),
+    }
+    .check("flush_racing_a_seal_drops_each_value_once");
+}
+
+/// A batch is sealed and deferred while the main thread holds a guard
+/// pinned before it, so its closure cannot run yet; the owner then takes
+/// exclusive access: `reclaim` drops the value at once and the slot is
+/// reused, and the pool is dropped. The main thread lets go of its guard
+/// and collects concurrently, so the old-era closure runs before the
+/// reclaim, between it and the drop, or after the drop, when it pushes
+/// onto a ready list only its header still holds. Every value is dropped
+/// exactly once, the new occupant is not dropped by the old batch, and the
+/// late closure touches no value (and no storage: it holds none).
+#[test]
+fn deferred_batch_racing_exclusive_reclaim_and_drop() {
+    let after_drop = Reached::default();
+    let seen = after_drop.clone();
+    explore(
+        "deferred_batch_racing_exclusive_reclaim_and_drop",
+        move || {
+            let log = DropLog::new(3);
+            let pool = Pool::with_config(Config::tiny(8, 1));
+            let mut r = Recorder::new(Arc::clone(&log));
+            r.insert(&pool, 0);
+            r.insert(&pool, 1);
+            // Pinned before the batch is deferred: its closure waits for this.
+            let guard = pin();
+            // Bookkeeping, not modelled: loom runs the threads one at a time.
+            let dropped = Arc::new(AtomicBool::new(false));
+            let owner_dropped = Arc::clone(&dropped);
+            let owner = spawn_parked(move || {
+                let mut pool = pool;
+                // A batch of one: sealed and deferred.
+                assert!(r.remove(&pool, 0));
+                pool.reclaim();
+                assert_eq!(r.log().drops(0), 1, "reclaim drops the value at once");
+                let reused = r.insert(&pool, 2);
+                assert_eq!((reused.index(), reused.generation()), (0, 2));
+                assert!(pool.contains(r.handle(1)) && pool.contains(reused));
+                drop(pool);
+                owner_dropped.store(true, Ordering::Relaxed);
+                for id in 0..3 {
+                    assert_eq!(r.log().drops(id), 1, "value {id} dropped once by now");
+                }
+            });
+            drop(guard);
+            if dropped.load(Ordering::Relaxed) {
+                // Only this thread's collections can run the closure now.
+                seen.mark();
+            }
+            collect_garbage();
+            owner.finished();
+            collect_garbage();
+            log.assert_each_dropped_once();
+            owner.release();
+        },
+    );
+    after_drop.assert("the old batch's closure ran after the pool was dropped");
+}
+
+/// Thread A pins, reads a value and keeps the reference, then flushes:
+/// the flush seals, pushes the epoch (`settle`'s rounds) and reclaims on
+/// the very thread whose guard protects that reference, while thread B
+/// removes the value (a batch of one, deferred at once). The value is not
+/// dropped while A's guard lives (A reads it again after the flush), and
+/// exactly once afterwards. A flush rather than an insert: an insert pushes
+/// the epoch only with two batches in flight or at `max_slots`, and at the
+/// limit the one reusable slot here would be the guarded one, so the
+/// insert would fail instead of reaching `settle`.
+#[test]
+fn flush_pushing_the_epoch_while_its_own_thread_holds_a_guard() {
+    let removed_before_flush = Reached::default();
+    let held = removed_before_flush.clone();
+    Model {
+        config: Config::tiny(8, 1),
+        values: 1,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+            }),
+            step(move |pool, r| {
+                let guard = pin();
+                let found: Option<&Tracked> = pool.get(r.handle(0), &guard);
+                r.record_get(0, found.map(Tracked::id));
+                if let Some(value) = found {
+                    if !r.contains(pool, 0) {
+                        // Its batch is in flight: the flush has work to do.
+                        held.mark();
+                    }
+                    r.flush(pool);
+                    assert_eq!(value.id(), 0, "the flush left the guarded value alone");
+                }
+                drop(guard);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            collect_garbage();
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the guard is gone");
+            r.observe_all(pool);
+        }),
+    }
+    .check("flush_pushing_the_epoch_while_its_own_thread_holds_a_guard");
+    removed_before_flush.assert("the value was removed before the flush, while guarded");
 }
