@@ -7,7 +7,9 @@
 # against ReferenceTable, value drop counts and loom's causality checks.
 #
 # Measured on the 2-core development machine, LOOM_MAX_PREEMPTIONS=2:
-# 9 min 53 s in all at commit db3f06a (build cached: built in 1 s, models
+# 8 min 28 s in all at commit 770bc96 (build cached: built in 5 s, models
+# ran in 503 s; 28 tests, 21 of them models), 2026-11-23, quiet machine.
+# Before, 9 min 53 s in all at commit db3f06a (build cached: built in 1 s, models
 # ran in 592 s; 28 tests, 21 of them models, 2.85 million executions),
 # 2026-11-22, on a machine shared with other sessions' builds. Before,
 # 11 min 33 s in all at commit 09f9a09, the first run as the library's unit
