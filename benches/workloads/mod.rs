@@ -5,7 +5,8 @@
 //! start time when it leaves the barrier and its end time when its timed loop
 //! ends, and a run's time is the whole parallel section: the latest end minus
 //! the earliest start. Random inputs (key sequences, operation mixes) are
-//! generated before the barrier, with [`XorShift`].
+//! generated before the barrier, with a seeded [`fastrand::Rng`], so every
+//! run draws the same inputs.
 
 #![allow(dead_code)] // each of the two users uses part of the module
 
@@ -17,39 +18,6 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 pub use adapters::{for_each_pool, Pool, PoolVisitor, Session};
-
-/// xorshift64*: a small, fast, seedable generator (no `rand` needed).
-#[derive(Clone, Debug)]
-pub struct XorShift(u64);
-
-impl XorShift {
-    /// A generator for `seed` (any value; zero is remapped).
-    pub fn new(seed: u64) -> Self {
-        // SplitMix64 of the seed, so nearby seeds give unrelated streams.
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        XorShift(if z == 0 { 1 } else { z })
-    }
-
-    /// The next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A value in `0..n` (multiply-shift; `n` well below 2^32).
-    #[inline]
-    pub fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
-    }
-}
 
 /// One timed run of a workload.
 #[derive(Clone, Copy, Debug)]
@@ -186,12 +154,12 @@ impl<P: Pool> GetFixture<P> {
         let mut sequences = Vec::with_capacity(threads);
         let mut expected = Vec::with_capacity(threads);
         for t in 0..threads {
-            let mut rng = XorShift::new(0x6E7 + t as u64);
+            let mut rng = fastrand::Rng::with_seed(0x6E7 + t as u64);
             let mut sum = 0u64;
             let seq: Vec<P::Key> = (0..len)
                 .map(|_| {
                     // Values were inserted as 0..entries, in key order.
-                    let i = rng.below(distinct);
+                    let i = rng.usize(..distinct);
                     sum = sum.wrapping_add(i as u64);
                     keys[i]
                 })
@@ -330,15 +298,15 @@ impl<P: Pool> MixedFixture<P> {
             .collect();
         let programs = (0..threads)
             .map(|t| {
-                let mut rng = XorShift::new(0x313 + t as u64);
+                let mut rng = fastrand::Rng::with_seed(0x313 + t as u64);
                 (0..ops_per_thread)
                     .map(|_| {
-                        let op = match rng.below(100) {
+                        let op = match rng.u32(..100) {
                             0..=89 => OP_GET,
                             90..=94 => OP_INSERT,
                             _ => OP_REMOVE,
                         };
-                        ((rng.below(entries) as u32) << 2) | op
+                        ((rng.usize(..entries) as u32) << 2) | op
                     })
                     .collect()
             })

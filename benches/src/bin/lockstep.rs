@@ -38,10 +38,12 @@
 //! every backend visits the entities in the same order.
 
 use std::env;
+use std::hash::{DefaultHasher, Hasher};
 use std::process;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use fastrand::Rng;
 use handle_pool::{pin, Guard, Handle, HandlePool};
 use rayon::prelude::*;
 use slotmap::{DefaultKey, Key as _, KeyData, SlotMap};
@@ -130,7 +132,8 @@ struct Entity<K> {
     /// Target handle bits (`NONE` if no target) and the target's id.
     target_bits: AtomicU64,
     target_id: AtomicU64,
-    /// This entity's own random state; only it advances it.
+    /// This entity's own random generator, as its state
+    /// ([`Rng::get_seed`]); only the entity advances it.
     rng: AtomicU64,
     /// Double-buffered state: `body[f % 2]` holds the state at the start of frame `f`.
     body: [Body; 2],
@@ -165,26 +168,9 @@ struct Spawn<K> {
     lifetime: u32,
     parent: Option<(u64, K)>,
     target: Option<Target>,
+    /// The generator's state ([`Rng::get_seed`]).
     rng: u64,
     state: State,
-}
-
-/// splitmix64: seeds and steps the per-entity generators.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn next(rng: &mut u64) -> u64 {
-    *rng = mix(*rng);
-    *rng
-}
-
-/// A number in `0..n`.
-fn below(rng: &mut u64, n: u64) -> u64 {
-    next(rng) % n
 }
 
 // ---------------------------------------------------------------------------
@@ -324,7 +310,7 @@ mutex_slotmap_backend!(StdSlotMap, "std::sync::Mutex<SlotMap>", lock_std);
 
 /// A child an entity decided to spawn; it gets its id in the bookkeeping phase.
 struct Child {
-    /// Seeds the child's random state.
+    /// Seeds the child's generator.
     seed: u64,
     /// The parent's target, which the child inherits.
     target: Option<Target>,
@@ -348,7 +334,7 @@ struct Snapshot<K> {
     parent: Option<(u64, K)>,
     follows_parent: bool,
     target: Option<Target>,
-    rng: u64,
+    rng: Rng,
     state: State,
 }
 
@@ -401,7 +387,7 @@ fn think<B: Backend>(
                 parent: e.parent,
                 follows_parent: e.follows_parent.load(Relaxed),
                 target: (target_bits != NONE).then(|| (e.target_id.load(Relaxed), target_bits)),
-                rng: e.rng.load(Relaxed),
+                rng: Rng::with_seed(e.rng.load(Relaxed)),
                 state: e.body[cur].load(),
             }
         })
@@ -422,7 +408,7 @@ fn think<B: Backend>(
         }
     }
     if target.is_none() {
-        let (other_id, other) = live[below(&mut rng, live.len() as u64) as usize];
+        let (other_id, other) = live[rng.usize(..live.len())];
         if other_id != id {
             target = Some((other_id, B::key_bits(other)));
         }
@@ -441,14 +427,14 @@ fn think<B: Backend>(
     }
 
     let s = me.state;
-    let mut vx = s.vx + below(&mut rng, 5) as i32 - 2;
-    let mut vy = s.vy + below(&mut rng, 5) as i32 - 2;
+    let mut vx = s.vx + rng.i32(-2..=2);
+    let mut vy = s.vy + rng.i32(-2..=2);
     let mut hp = (s.hp + 1).min(MAX_HP);
     if let Some(t) = target_state {
         vx += sign_step(s.x, t.x, 3);
         vy += sign_step(s.y, t.y, 3);
         if (t.x - s.x).abs() + (t.y - s.y).abs() < FIGHT_RANGE {
-            hp -= 4 + below(&mut rng, 8) as i32 + t.hp / 25;
+            hp -= rng.i32(4..12) + t.hp / 25;
         }
     }
     if let Some(p) = parent_state {
@@ -467,9 +453,9 @@ fn think<B: Backend>(
     let despawn = hp <= 0 || age >= me.lifetime;
     // Births get rarer as the population nears the soft cap.
     let room = SOFT_CAP.saturating_sub(live.len()) as u64;
-    let wants_child = hp > MAX_HP / 2 && below(&mut rng, 1000 * SOFT_CAP as u64) < 80 * room;
+    let wants_child = hp > MAX_HP / 2 && rng.u64(..1000 * SOFT_CAP as u64) < 80 * room;
     let child = wants_child.then(|| Child {
-        seed: next(&mut rng),
+        seed: rng.u64(..),
         target,
         parent_state: next_state,
     });
@@ -481,7 +467,7 @@ fn think<B: Backend>(
         e.target_bits.store(target.map_or(NONE, |t| t.1), Relaxed);
         e.target_id.store(target.map_or(0, |t| t.0), Relaxed);
         e.follows_parent.store(follows_parent, Relaxed);
-        e.rng.store(rng, Relaxed);
+        e.rng.store(rng.get_seed(), Relaxed);
     })
     .expect("the entity is still live");
 
@@ -530,23 +516,25 @@ impl<B: Backend> Simulation<B> {
     /// Frame 0's population, spawned in parallel like any other.
     fn new(workers: &rayon::ThreadPool, seed: u64) -> Self {
         let backend = B::create();
+        // One generator per entity, each seeded from this one in id order.
+        let mut seeder = Rng::with_seed(seed);
         let initial: Vec<Spawn<B::Key>> = (0..INITIAL_ENTITIES)
             .map(|id| {
-                let mut rng = mix(seed ^ mix(id));
+                let mut rng = seeder.fork();
                 Spawn {
                     id,
                     born: 0,
-                    lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
+                    lifetime: rng.u64(MIN_LIFETIME..MIN_LIFETIME + LIFETIME_SPREAD) as u32,
                     parent: None,
                     target: None,
                     state: State {
-                        x: below(&mut rng, WORLD as u64) as i32,
-                        y: below(&mut rng, WORLD as u64) as i32,
+                        x: rng.i32(0..WORLD),
+                        y: rng.i32(0..WORLD),
                         vx: 0,
                         vy: 0,
                         hp: MAX_HP,
                     },
-                    rng,
+                    rng: rng.get_seed(),
                 }
             })
             .collect();
@@ -610,21 +598,21 @@ impl<B: Backend> Simulation<B> {
                 parent_state,
             }) = outcome.child
             {
-                let mut rng = mix(seed);
+                let mut rng = Rng::with_seed(seed);
                 births.push(Spawn {
                     id: self.next_id,
                     born: frame + 1,
-                    lifetime: (MIN_LIFETIME + below(&mut rng, LIFETIME_SPREAD)) as u32,
+                    lifetime: rng.u64(MIN_LIFETIME..MIN_LIFETIME + LIFETIME_SPREAD) as u32,
                     parent: Some((id, key)),
                     target,
                     state: State {
-                        x: (parent_state.x + below(&mut rng, 33) as i32 - 16).rem_euclid(WORLD),
-                        y: (parent_state.y + below(&mut rng, 33) as i32 - 16).rem_euclid(WORLD),
+                        x: (parent_state.x + rng.i32(-16..=16)).rem_euclid(WORLD),
+                        y: (parent_state.y + rng.i32(-16..=16)).rem_euclid(WORLD),
                         vx: parent_state.vx,
                         vy: parent_state.vy,
                         hp: MAX_HP,
                     },
-                    rng,
+                    rng: rng.get_seed(),
                 });
                 self.next_id += 1;
             }
@@ -687,7 +675,10 @@ impl<B: Backend> Simulation<B> {
         );
         let cur = frame as usize % 2;
         let pin = b.pin();
-        let mut checksum = mix(live.len() as u64);
+        // std's `DefaultHasher::new()` hashes alike within one process, which is
+        // all the comparison of the three runs needs.
+        let mut checksum = DefaultHasher::new();
+        checksum.write_usize(live.len());
         for &(id, key) in &live {
             let words = b
                 .read(&pin, key, |e| {
@@ -704,13 +695,13 @@ impl<B: Backend> Simulation<B> {
                 })
                 .expect("a live entity");
             assert_eq!(words[0], id);
-            checksum = words.iter().fold(checksum, |acc, &w| mix(acc ^ w));
+            words.iter().for_each(|&w| checksum.write_u64(w));
         }
         drop(pin);
         Run {
             name: B::NAME,
             totals,
-            checksum,
+            checksum: checksum.finish(),
             len: b.len(),
             pool_time,
             phase_times,
