@@ -67,44 +67,43 @@ impl Options {
                 )
             },
         };
-        let mut it = args.into_iter();
-        while let Some(arg) = it.next() {
-            let mut value = |name: &str| {
-                it.next()
-                    .unwrap_or_else(|| usage(&format!("{name} needs a value")))
-            };
-            match arg.as_str() {
-                "--quick" => options.quick = true,
-                "--reps" => {
-                    options.reps = value("--reps")
-                        .parse()
-                        .unwrap_or_else(|_| usage("--reps takes a number"))
-                }
-                "--out" => options.out = value("--out").into(),
-                "--chart" => options.chart = value("--chart").into(),
-                "--note" => options.note = Some(value("--note")),
-                "--only" => {
-                    options.only = Some(value("--only").split(',').map(str::to_string).collect())
-                }
-                "--threads" => {
-                    options.threads = Some(
-                        value("--threads")
-                            .split(',')
-                            .map(|t| {
-                                t.parse()
-                                    .unwrap_or_else(|_| usage("--threads takes numbers"))
-                            })
-                            .collect(),
-                    )
-                }
-                "-h" | "--help" => usage(""),
-                other => usage(&format!("unknown argument {other}")),
-            }
+        if let Err(error) = options.read(args) {
+            usage(&error.to_string());
         }
         if options.reps == 0 {
             options.reps = if options.quick { 3 } else { 5 };
         }
         options
+    }
+
+    /// Reads the command line `args` (without the program name) into `self`.
+    fn read(&mut self, args: Vec<String>) -> Result<(), lexopt::Error> {
+        use lexopt::prelude::*;
+
+        let mut parser = lexopt::Parser::from_args(args);
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Long("quick") => self.quick = true,
+                Long("reps") => self.reps = parser.value()?.parse()?,
+                Long("out") => self.out = parser.value()?.into(),
+                Long("chart") => self.chart = parser.value()?.into(),
+                Long("note") => self.note = Some(parser.value()?.string()?),
+                Long("only") => {
+                    let list = parser.value()?.string()?;
+                    self.only = Some(list.split(',').map(str::to_string).collect());
+                }
+                Long("threads") => {
+                    self.threads = Some(
+                        parser
+                            .value()?
+                            .parse_with(|list| list.split(',').map(str::parse).collect())?,
+                    )
+                }
+                Short('h') | Long("help") => usage(""),
+                _ => return Err(arg.unexpected()),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -115,16 +114,30 @@ fn repo_root() -> PathBuf {
     benches.parent().unwrap_or(benches).to_path_buf()
 }
 
+const USAGE: &str = "\
+usage: cargo run --release -p handle-pool-benches --bin bench_report -- [--quick] [--reps N]
+           [--out BENCHES.md] [--chart benches/chart.svg] [--note TEXT]
+           [--only get_100k,churn,...] [--threads 1,2,...] [--help]
+
+  --quick         smaller runs, without get_1M; 3 repetitions unless --reps
+  --reps N        repetitions per cell (default 5, or 3 with --quick)
+  --out PATH      the report to write (default BENCHES.md at the repository root)
+  --chart PATH    the SVG chart to write (default benches/chart.svg)
+  --note TEXT     a note line for the report
+  --only LIST     workloads to run, comma-separated: get_100k, get_1M, churn,
+                  churn_window64, mixed, insert, hot
+  --threads LIST  thread counts, comma-separated (default 1,2,4,8)
+  -h, --help      print this message";
+
+/// Prints the usage, on stdout for `--help` (empty `error`, exit 0), on
+/// stderr after the error otherwise (exit 2).
 fn usage(error: &str) -> ! {
-    if !error.is_empty() {
-        eprintln!("error: {error}");
+    if error.is_empty() {
+        println!("{USAGE}");
+        std::process::exit(0)
     }
-    eprintln!(
-        "usage: cargo run --release -p handle-pool-benches --bin bench_report -- [--quick] [--reps N] \
-         [--out BENCHES.md] [--chart benches/chart.svg] [--note TEXT] \
-         [--only get_100k,churn,...] [--threads 1,2,...]"
-    );
-    std::process::exit(if error.is_empty() { 0 } else { 2 })
+    eprintln!("bench_report: {error}\n\n{USAGE}");
+    std::process::exit(2)
 }
 
 fn shell_quote(arg: &str) -> String {

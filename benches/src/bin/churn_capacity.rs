@@ -23,28 +23,50 @@ struct Args {
     threads: Vec<usize>,
 }
 
+const USAGE: &str = "\
+usage: churn_capacity [--runs N] [--pairs N] [--threads 1,2,8] [--help]
+
+  --runs N        runs per thread count (default 20)
+  --pairs N       insert+remove pairs per thread and run (default 1000000)
+  --threads LIST  thread counts, comma-separated (default 1,2,8)
+  -h, --help      print this message";
+
 fn parse_args() -> Args {
+    read_args().unwrap_or_else(|error| {
+        eprintln!("churn_capacity: {error}\n\n{USAGE}");
+        std::process::exit(2)
+    })
+}
+
+fn read_args() -> Result<Args, lexopt::Error> {
+    use lexopt::prelude::*;
+
     let mut args = Args {
         runs: 20,
         pairs: 1_000_000,
         threads: vec![1, 2, 8],
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
-        match flag.as_str() {
-            "--runs" => args.runs = value.parse().expect("--runs takes a number"),
-            "--pairs" => args.pairs = value.parse().expect("--pairs takes a number"),
-            "--threads" => {
-                args.threads = value
-                    .split(',')
-                    .map(|t| t.parse().expect("--threads takes numbers, comma-separated"))
-                    .collect()
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("runs") => args.runs = parser.value()?.parse()?,
+            Long("pairs") => args.pairs = parser.value()?.parse()?,
+            Long("threads") => {
+                args.threads = parser
+                    .value()?
+                    .parse_with(|list| list.split(',').map(str::parse).collect())?
             }
-            other => panic!("unknown option {other} (--runs, --pairs, --threads)"),
+            Short('h') | Long("help") => {
+                println!("{USAGE}");
+                std::process::exit(0)
+            }
+            _ => return Err(arg.unexpected()),
         }
     }
-    args
+    if args.runs == 0 || args.threads.contains(&0) {
+        return Err("--runs and every thread count must be at least 1".into());
+    }
+    Ok(args)
 }
 
 /// One run: returns (capacity, slots used, seconds).

@@ -37,7 +37,6 @@
 //! children get ids above every existing one), never by handle bits, so
 //! every backend visits the entities in the same order.
 
-use std::env;
 use std::hash::{DefaultHasher, Hasher};
 use std::process;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
@@ -736,15 +735,26 @@ struct Args {
 }
 
 const USAGE: &str = "\
-usage: lockstep [--threads N] [--frames N | --long] [--seed N] [--progress]
+usage: lockstep [--threads N] [--frames N | --long] [--seed N] [--progress] [--help]
 
   --threads N   rayon worker threads (default: the machine's cores)
   --frames N    frames to simulate (default 200)
   --long        simulate 5000 frames, with a progress line per second
-  --seed N      seed of every entity's random state (default 0x5eed2024)
-  --progress    print a progress line per second even on short runs";
+  --seed N      seed of every entity's random state, decimal or 0x-hex
+                (default 0x5eed2024)
+  --progress    print a progress line per second even on short runs
+  -h, --help    print this message";
 
 fn parse_args() -> Args {
+    read_args().unwrap_or_else(|error| {
+        eprintln!("lockstep: {error}\n\n{USAGE}");
+        process::exit(2)
+    })
+}
+
+fn read_args() -> Result<Args, lexopt::Error> {
+    use lexopt::prelude::*;
+
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut args = Args {
         threads: cores,
@@ -752,40 +762,34 @@ fn parse_args() -> Args {
         seed: DEFAULT_SEED,
         progress: false,
     };
-    let mut it = env::args().skip(1);
-    let fail = |message: String| -> ! {
-        eprintln!("lockstep: {message}\n\n{USAGE}");
-        process::exit(2)
-    };
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| -> u64 {
-            let Some(text) = it.next() else {
-                fail(format!("{name} needs a value"))
-            };
-            let parsed = match text.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16),
-                None => text.parse(),
-            };
-            parsed.unwrap_or_else(|_| fail(format!("{name}: not a number: {text}")))
-        };
-        match arg.as_str() {
-            "--threads" => args.threads = value("--threads") as usize,
-            "--frames" => args.frames = value("--frames").try_into().unwrap_or(u32::MAX),
-            "--long" => args.frames = LONG_FRAMES,
-            "--seed" => args.seed = value("--seed"),
-            "--progress" => args.progress = true,
-            "-h" | "--help" => {
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("threads") => args.threads = parser.value()?.parse()?,
+            Long("frames") => args.frames = parser.value()?.parse()?,
+            Long("long") => args.frames = LONG_FRAMES,
+            Long("seed") => args.seed = parser.value()?.parse_with(parse_seed)?,
+            Long("progress") => args.progress = true,
+            Short('h') | Long("help") => {
                 println!("{USAGE}");
                 process::exit(0)
             }
-            other => fail(format!("unknown argument: {other}")),
+            _ => return Err(arg.unexpected()),
         }
     }
     if args.threads == 0 || args.frames == 0 {
-        fail("--threads and --frames must be at least 1".into());
+        return Err("--threads and --frames must be at least 1".into());
     }
     args.progress |= args.frames > DEFAULT_FRAMES;
-    args
+    Ok(args)
+}
+
+/// A seed in decimal or, with a `0x` prefix, in hexadecimal.
+fn parse_seed(text: &str) -> Result<u64, std::num::ParseIntError> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    }
 }
 
 /// The median over frames of `slow[f] / fast[f]`.
