@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use plotters::prelude::*;
+use sysinfo::{CpuRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, RefreshKind, System};
 
 #[path = "../../workloads/mod.rs"]
 mod workloads;
@@ -491,19 +492,25 @@ fn variant(name: &str) -> &'static str {
 
 // ---------------------------------------------------------------- machine
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
+/// The CPU's brand string (`model name` in `/proc/cpuinfo` on Linux).
+fn cpu_model(machine: &System) -> String {
+    machine
+        .cpus()
+        .first()
+        .map(|cpu| cpu.brand().trim().to_string())
+        .filter(|brand| !brand.is_empty())
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn nproc() -> usize {
+/// The machine's logical CPUs (those `/proc/stat` counts on Linux), whatever
+/// this process may use of them.
+fn logical_cpus(machine: &System) -> usize {
+    machine.cpus().len().max(1)
+}
+
+/// The logical CPUs this process may run on (`nproc`: affinity and cgroup
+/// quota applied). sysinfo has no such figure.
+fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -541,30 +548,74 @@ fn source_revision() -> String {
     }
 }
 
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` prints them.
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "n/a".into())
+    if !sysinfo::IS_SUPPORTED_SYSTEM {
+        return "n/a".into();
+    }
+    let load = System::load_average();
+    format!("{:.2} {:.2} {:.2}", load.one, load.five, load.fifteen)
 }
 
-/// (busy, total) clock ticks of the whole machine, and this process's ticks.
-fn cpu_ticks() -> Option<(u64, u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3)? + fields.get(4)?;
-    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name; utime and stime are 14 and 15.
-    let rest = &own[own.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let mine = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some((total - idle, total, mine))
+/// Measures the share of the machine's CPU time that other processes used
+/// between [`CpuMeter::start`] and [`CpuMeter::finish`]: the machine's busy
+/// share (sysinfo's global CPU usage between two refreshes, from `/proc/stat`
+/// on Linux: all but idle and iowait over all, as the hand-read ticks were;
+/// sysinfo also adds guest time, which Linux already counts in user time, so
+/// a machine running virtual machines would read a little busier) less this
+/// process's own CPU time over the same interval's capacity (wall time times
+/// logical CPUs).
+struct CpuMeter {
+    machine: System,
+    process: System,
+    pid: Pid,
+    own_ms: u64,
+    started: Instant,
+}
+
+impl CpuMeter {
+    fn start(machine: System) -> Option<CpuMeter> {
+        if !sysinfo::IS_SUPPORTED_SYSTEM {
+            return None;
+        }
+        let pid = sysinfo::get_current_pid().ok()?;
+        let mut meter = CpuMeter {
+            machine,
+            process: System::new(),
+            pid,
+            own_ms: 0,
+            started: Instant::now(),
+        };
+        meter.own_ms = meter.own_cpu_ms()?;
+        meter.machine.refresh_cpu_usage();
+        meter.started = Instant::now();
+        Some(meter)
+    }
+
+    /// This process's CPU time so far, user and system, in milliseconds.
+    fn own_cpu_ms(&mut self) -> Option<u64> {
+        self.process.refresh_processes_specifics(
+            ProcessesToUpdate::Some(&[self.pid]),
+            false,
+            ProcessRefreshKind::nothing().with_cpu(),
+        );
+        Some(self.process.process(self.pid)?.accumulated_cpu_time())
+    }
+
+    /// The other processes' share of the machine's CPU time since `start`,
+    /// in `0..=1`.
+    fn finish(mut self) -> Option<f64> {
+        self.machine.refresh_cpu_usage();
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let own_ms = self.own_cpu_ms()?;
+        let busy = f64::from(self.machine.global_cpu_usage()) / 100.0;
+        let capacity = elapsed * logical_cpus(&self.machine) as f64;
+        if capacity <= 0.0 {
+            return None;
+        }
+        let mine = own_ms.saturating_sub(self.own_ms) as f64 / 1000.0 / capacity;
+        Some((busy - mine).clamp(0.0, 1.0))
+    }
 }
 
 /// `YYYY-MM-DD HH:MM UTC` from the system clock.
@@ -624,6 +675,10 @@ struct RunInfo {
     load_before: String,
     load_after: String,
     other_cpu: Option<f64>,
+    /// The machine's logical CPUs, those this process may use, and the CPU's brand.
+    cpus: usize,
+    available_cpus: usize,
+    cpu_model: String,
 }
 
 fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> String {
@@ -640,9 +695,14 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
     let _ = writeln!(s, "- Source: {}", info.revision);
     let _ = writeln!(
         s,
-        "- Machine: {} logical CPUs (`nproc`), {}",
-        nproc(),
-        cpu_model()
+        "- Machine: {} logical CPUs{}, {}",
+        info.cpus,
+        if info.available_cpus < info.cpus {
+            format!(" ({} available to this process)", info.available_cpus)
+        } else {
+            String::new()
+        },
+        info.cpu_model
     );
     let _ = writeln!(
         s,
@@ -655,21 +715,25 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
         info.load_before, info.load_after
     );
     if let Some(other) = info.other_cpu {
-        let cores = other * nproc() as f64;
+        let cores = other * info.cpus as f64;
         let _ = writeln!(
             s,
             "- CPU time used by other processes during the run: {:.0}% of the machine, \
              about {:.1} of its {} cores{}",
             other * 100.0,
             cores,
-            nproc(),
+            info.cpus,
             if other > 0.05 {
                 " (**the machine was shared while these figures were taken**)"
             } else {
                 ""
             }
         );
-        if nproc() - (cores.round() as usize).min(nproc()) < 2 {
+        let free = info
+            .cpus
+            .saturating_sub(cores.round() as usize)
+            .min(info.available_cpus);
+        if free < 2 {
             let _ = writeln!(
                 s,
                 "  - With that load, fewer than 2 cores were free on average: figures at \
@@ -971,19 +1035,18 @@ fn main() {
     );
     let date = utc_now();
     let load_before = loadavg();
-    let ticks_before = cpu_ticks();
+    let machine = System::new_with_specifics(
+        RefreshKind::nothing().with_cpu(CpuRefreshKind::nothing().with_cpu_usage()),
+    );
+    let cpus = logical_cpus(&machine);
+    let cpu_model = cpu_model(&machine);
+    let cpu_meter = CpuMeter::start(machine);
     let started = Instant::now();
 
     let results = measure(plan, options.reps);
 
     let seconds = started.elapsed().as_secs_f64();
-    let other_cpu = match (ticks_before, cpu_ticks()) {
-        (Some((b0, t0, m0)), Some((b1, t1, m1))) if t1 > t0 => {
-            let others = (b1 - b0).saturating_sub(m1 - m0);
-            Some(others as f64 / (t1 - t0) as f64)
-        }
-        _ => None,
-    };
+    let other_cpu = cpu_meter.and_then(CpuMeter::finish);
     let info = RunInfo {
         revision: source_revision(),
         date,
@@ -991,6 +1054,9 @@ fn main() {
         load_before,
         load_after: loadavg(),
         other_cpu,
+        cpus,
+        available_cpus: available_cpus(),
+        cpu_model,
     };
     let checks = checks(&results);
 
