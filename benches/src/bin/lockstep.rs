@@ -182,6 +182,8 @@ trait Backend: Sync + Sized {
     /// nothing for the mutexes (they lock per lookup).
     type Pin;
     const NAME: &'static str;
+    /// The name in the closing sentence of the report.
+    const LABEL: &'static str;
 
     fn create() -> Self;
     fn pin(&self) -> Self::Pin;
@@ -204,6 +206,7 @@ impl Backend for HandlePool<Entity<Handle>> {
     type Key = Handle;
     type Pin = Guard;
     const NAME: &'static str = "handle_pool::HandlePool";
+    const LABEL: &'static str = "handle-pool";
 
     fn create() -> Self {
         HandlePool::new()
@@ -242,11 +245,12 @@ impl Backend for HandlePool<Entity<Handle>> {
 
 /// `Mutex<SlotMap>` for both mutex types, locking once per operation.
 macro_rules! mutex_slotmap_backend {
-    ($mutex:ty, $name:expr, $lock:ident) => {
+    ($mutex:ty, $name:expr, $label:expr, $lock:ident) => {
         impl Backend for $mutex {
             type Key = DefaultKey;
             type Pin = ();
             const NAME: &'static str = $name;
+            const LABEL: &'static str = $label;
 
             fn create() -> Self {
                 <$mutex>::new(SlotMap::new())
@@ -300,9 +304,15 @@ fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mutex_slotmap_backend!(
     ParkingLotSlotMap,
     "parking_lot::Mutex<SlotMap>",
+    "parking_lot Mutex<SlotMap>",
     lock_parking_lot
 );
-mutex_slotmap_backend!(StdSlotMap, "std::sync::Mutex<SlotMap>", lock_std);
+mutex_slotmap_backend!(
+    StdSlotMap,
+    "std::sync::Mutex<SlotMap>",
+    "std Mutex<SlotMap>",
+    lock_std
+);
 
 // ---------------------------------------------------------------------------
 // One frame.
@@ -699,6 +709,7 @@ impl<B: Backend> Simulation<B> {
         drop(pin);
         Run {
             name: B::NAME,
+            label: B::LABEL,
             totals,
             checksum: checksum.finish(),
             len: b.len(),
@@ -713,6 +724,7 @@ impl<B: Backend> Simulation<B> {
 /// The outcome of one simulation.
 struct Run {
     name: &'static str,
+    label: &'static str,
     totals: Totals,
     /// Hash of every live entity's final state, in id order.
     checksum: u64,
@@ -789,6 +801,20 @@ fn parse_seed(text: &str) -> Result<u64, std::num::ParseIntError> {
     match text.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => text.parse(),
+    }
+}
+
+/// How handle-pool compares, from `ratio` = its speed over the other's:
+/// `2.45x faster`, `1.30x slower` (the inverse ratio), or `1.00x (as fast)`
+/// when the ratio rounds to 1 at `decimals`.
+fn faster_or_slower(ratio: f64, decimals: usize) -> String {
+    let same = format!("{:.*}", decimals, 1.0);
+    if format!("{ratio:.decimals$}") == same || format!("{:.decimals$}", 1.0 / ratio) == same {
+        format!("{same}x (as fast)")
+    } else if ratio > 1.0 {
+        format!("{ratio:.decimals$}x faster")
+    } else {
+        format!("{:.decimals$}x slower", 1.0 / ratio)
     }
 }
 
@@ -890,26 +916,72 @@ fn main() {
     );
     println!();
     println!(
-        "{:<28} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "backend", "phase s", "M ops/s", "speedup", "median", "frame s", "capacity"
+        "{:<28} {:>8} {:>9} {:>15} {:>17} {:>9} {:>9}",
+        "backend",
+        "phase s",
+        "M ops/s",
+        "handle-pool is",
+        "median per frame",
+        "frame s",
+        "capacity"
     );
     let base = rate(t.pool_ops(), first.pool_time);
-    for run in &runs {
-        let ops_per_second = rate(run.totals.pool_ops(), run.pool_time);
+    // handle-pool's speed over each backend's: overall, and the median per frame.
+    let ratios: Vec<(f64, f64)> = runs
+        .iter()
+        .map(|run| {
+            (
+                base / rate(run.totals.pool_ops(), run.pool_time),
+                median_ratio(&run.phase_times, &first.phase_times),
+            )
+        })
+        .collect();
+    for (i, (run, &(overall, median))) in runs.iter().zip(&ratios).enumerate() {
+        let (overall, median) = if i == 0 {
+            ("1.00x".to_string(), "1.00x".to_string())
+        } else {
+            (faster_or_slower(overall, 2), faster_or_slower(median, 2))
+        };
         println!(
-            "{:<28} {:>8.3} {:>9.1} {:>8.2}x {:>8.2}x {:>9.3} {:>9}",
+            "{:<28} {:>8.3} {:>9.1} {:>15} {:>17} {:>9.3} {:>9}",
             run.name,
             run.pool_time.as_secs_f64(),
-            ops_per_second / 1e6,
-            base / ops_per_second,
-            median_ratio(&run.phase_times, &first.phase_times),
+            rate(run.totals.pool_ops(), run.pool_time) / 1e6,
+            overall,
+            median,
             run.frame_time.as_secs_f64(),
             run.capacity
         );
     }
     println!();
+    let against: Vec<String> = runs[1..]
+        .iter()
+        .zip(&ratios[1..])
+        .map(|(run, &(overall, _))| format!("{} than {}", faster_or_slower(overall, 1), run.label))
+        .collect();
+    // Bare ratios only while every one reads "faster"; words otherwise.
+    let all_faster = ratios[1..].iter().all(|&(_, median)| median >= 1.0);
+    let medians: Vec<String> = ratios[1..]
+        .iter()
+        .map(|&(_, median)| {
+            if all_faster {
+                format!("{median:.1}x")
+            } else {
+                faster_or_slower(median, 1)
+            }
+        })
+        .collect();
+    println!(
+        "{} is {} (median per frame {})",
+        first.label,
+        against.join(" and "),
+        medians.join(" / ")
+    );
+    println!();
     println!("phase s: time in the parallel phases (think; despawn + spawn); M ops/s: pool ops per second of it");
-    println!("speedup: handle_pool's ops/s over that row's; median: the median over frames of the same ratio");
+    println!("handle-pool is: handle_pool's pool ops per second over that row's, read as \"handle-pool is 2.00x faster than this backend\"");
+    println!("  (it took half the time for the same work); \"slower\" rows give the inverse, that row's speed over handle_pool's");
+    println!("median per frame: the same comparison of the phase times, frame by frame; the median over the frames");
     println!("  (the three do equal work every frame, a few ms apart, so a burst of load on the machine hits all alike)");
     println!("frame s: whole frames, one-thread bookkeeping included");
     println!("capacity: slots allocated at the end (handle_pool reuses a slot only after an epoch grace period)");
