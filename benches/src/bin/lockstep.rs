@@ -957,7 +957,13 @@ fn main() {
     let against: Vec<String> = runs[1..]
         .iter()
         .zip(&ratios[1..])
-        .map(|(run, &(overall, _))| format!("{} than {}", faster_or_slower(overall, 1), run.label))
+        .map(|(run, &(overall, _))| {
+            let comparison = faster_or_slower(overall, 1);
+            match comparison.strip_suffix(" (as fast)") {
+                Some(ratio) => format!("as fast as {} ({ratio})", run.label),
+                None => format!("{comparison} than {}", run.label),
+            }
+        })
         .collect();
     // Bare ratios only while every one reads "faster"; words otherwise.
     let all_faster = ratios[1..].iter().all(|&(_, median)| median >= 1.0);
