@@ -418,7 +418,7 @@ impl<T> RawPool<T> {
     /// Keeps reclamation going whatever the pool's traffic: visits one
     /// stripe (every stripe in turn, round-robin from `from`), seals its
     /// partial removal batch if nobody added to it since the last visit,
-    /// hands its pending batches to the collector, reclaims its ready
+    /// hands it to the collector, reclaims its ready
     /// batches onto `from`'s free list, and otherwise
     /// pushes the epoch (`push_epoch`, unless the caller just did) if
     /// batches are waiting for it. Run once per `SWEEP_EVERY_POPS` inserts
@@ -434,11 +434,8 @@ impl<T> RawPool<T> {
         let word = stripe.removals.word();
         if !RemovalBatch::is_empty_word(word) && stripe.unchanged_since_last_sweep(word) {
             if let Some(batch) = stripe.removals.seal_if_still(word) {
-                self.reclaimer.seal(target, batch);
+                self.reclaimer.defer(target, batch);
             }
-        }
-        if self.reclaimer.has_pending(target) {
-            self.reclaimer.hand_over(target);
         }
         if self.reclaimer.has_ready(target) {
             self.reclaim_into(target, from);
@@ -453,9 +450,8 @@ impl<T> RawPool<T> {
     fn seal_and_reclaim_all(&self, home: StripeIndex) {
         for stripe in self.stripes.all_from(home) {
             if let Some(batch) = self.stripes[stripe].removals.take_all() {
-                self.reclaimer.seal(stripe, batch);
+                self.reclaimer.defer(stripe, batch);
             }
-            self.reclaimer.hand_over(stripe);
         }
         self.reclaimer.settle();
         for stripe in self.stripes.all_from(home) {
@@ -631,11 +627,10 @@ impl<T> RawPool<T> {
     /// reuse, and the epoch alone does not release it, so a quiet pool would
     /// grow rather than reuse slots whose grace period is over.
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch) {
-        self.reclaimer.seal(home, batch);
-        self.reclaimer.hand_over(home);
+        self.reclaimer.defer(home, batch);
         let seals = self.stripes[home].removals.removals() / self.config.batch;
         if seals % SWEEP_EVERY_SEALS == 0 {
-            // `hand_over` has just flushed, which pushes the epoch.
+            // `defer` has just flushed, which pushes the epoch.
             self.sweep(home, seals / SWEEP_EVERY_SEALS, false);
         }
     }

@@ -19,11 +19,6 @@ const SETTLE_ROUNDS: usize = 8;
 /// The reclamation state of one pool.
 pub(crate) struct Reclaimer {
     header: Arc<Header>,
-    /// Per stripe: batches sealed and not yet handed to the collector. They
-    /// wait here, where any thread can hand them over (see `hand_over`),
-    /// not in the sealing thread's local bag, which only that thread can
-    /// flush.
-    pending: Box<[CachePadded<ReadyList>]>,
     /// Bumped by every exclusive reclamation; recorded in every batch.
     /// Written only through `&mut self`, so a plain number.
     era: u64,
@@ -58,9 +53,6 @@ impl Reclaimer {
                     .collect(),
                 in_flight: CachePadded::new(AtomicIsize::new(0)),
             }),
-            pending: (0..stripes)
-                .map(|_| CachePadded::new(ReadyList::new()))
-                .collect(),
             era: 0,
             collector: crossbeam_epoch::default_collector().clone(),
         }
@@ -82,42 +74,24 @@ impl Reclaimer {
         }
     }
 
-    /// Adds a sealed batch of `stripe` to the stripe's pending list; it
-    /// reaches the collector with the next `hand_over` of that stripe.
-    pub(crate) fn seal(&self, stripe: StripeIndex, batch: SealedBatch) {
-        self.pending[stripe.get()].push(Box::new(ReadyBatch {
+    /// Hands a sealed batch of `stripe` to the epoch collector, straight
+    /// to the global queue: left in this thread's local bag, it would wait
+    /// for this thread to pin again, which a thread that goes idle may never
+    /// do.
+    pub(crate) fn defer(&self, stripe: StripeIndex, batch: SealedBatch) {
+        // Allocated before pinning: the pinned window should be short.
+        let node = Box::new(ReadyBatch {
             batch,
             era: self.era,
             next: AtomicPtr::new(ptr::null_mut()),
-        }));
-    }
-
-    /// Whether `stripe` has sealed batches waiting to be handed over (a hint).
-    #[inline]
-    pub(crate) fn has_pending(&self, stripe: StripeIndex) -> bool {
-        !self.pending[stripe.get()].looks_empty()
-    }
-
-    /// Hands every pending batch of `stripe` to the epoch collector: one
-    /// deferred closure for all of them, and straight to the global queue
-    /// (left in this thread's local bag, it would wait for this thread to
-    /// pin again, which a thread that goes idle may never do).
-    pub(crate) fn hand_over(&self, stripe: StripeIndex) {
-        // Collected before pinning: the pinned window should be short.
-        let nodes: Vec<Box<ReadyBatch>> = self.pending[stripe.get()].take_all().collect();
-        if nodes.is_empty() {
-            return;
-        }
-        let count = nodes.len() as isize;
+        });
         let header = Arc::clone(&self.header);
         // Relaxed: a hint for inserts deciding whether to push the epoch.
-        self.header.in_flight.fetch_add(count, Ordering::Relaxed);
+        self.header.in_flight.fetch_add(1, Ordering::Relaxed);
         let guard = crossbeam_epoch::pin();
         guard.defer(move || {
-            for node in nodes {
-                header.ready[stripe.get()].push(node);
-            }
-            header.in_flight.fetch_sub(count, Ordering::Relaxed);
+            header.ready[stripe.get()].push(node);
+            header.in_flight.fetch_sub(1, Ordering::Relaxed);
         });
         guard.flush();
     }
@@ -180,8 +154,8 @@ impl Reclaimer {
     /// finds their slots by scanning).
     pub(crate) fn begin_exclusive(&mut self) {
         self.era += 1;
-        for list in self.header.ready.iter().chain(self.pending.iter()) {
-            list.take_all().for_each(drop);
+        for ready in self.header.ready.iter() {
+            ready.take_all().for_each(drop);
         }
     }
 }
@@ -294,15 +268,6 @@ impl Iterator for TakenBatches {
 impl Drop for TakenBatches {
     fn drop(&mut self) {
         self.for_each(drop);
-    }
-}
-
-impl Drop for Reclaimer {
-    fn drop(&mut self) {
-        // Batches never handed over: the pool's drop has dropped their values.
-        for pending in self.pending.iter() {
-            pending.take_all().for_each(drop);
-        }
     }
 }
 
