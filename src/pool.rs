@@ -362,8 +362,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// ```
     #[inline]
     pub fn with<R>(&self, handle: H, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let guard = crossbeam_epoch::pin();
-        self.get(handle, &guard).map(f)
+        self.raw.with(handle.handle(), f)
     }
 
     /// A clone of the value `handle` refers to, pinning internally.

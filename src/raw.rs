@@ -170,6 +170,19 @@ impl<T> RawPool<T> {
         Some(unsafe { slot.value_ref() })
     }
 
+    /// Calls `f` with the value `handle` refers to, pinned for the call.
+    #[inline]
+    pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let guard = self.reclaimer.pin();
+        let slot = self.occupied_slot(handle)?;
+        // SAFETY: as in `get`: `guard` was pinned (on the collector removals
+        // are deferred on, as `Reclaimer::pin` promises) before the word was
+        // seen OCCUPIED, and lives until `f` returns.
+        let result = f(unsafe { slot.value_ref() });
+        drop(guard);
+        Some(result)
+    }
+
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
         let slot = self.occupied_slot(handle)?;
         // SAFETY: OCCUPIED means initialised; `&mut self` excludes every

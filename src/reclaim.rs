@@ -58,6 +58,13 @@ impl Reclaimer {
         }
     }
 
+    /// A guard pinned on the collector batches are deferred on, which
+    /// therefore needs no `check_guard`.
+    #[inline]
+    pub(crate) fn pin(&self) -> Guard {
+        crossbeam_epoch::pin()
+    }
+
     /// Panics unless `guard` pins the collector batches are deferred on: an
     /// unprotected guard or one of another collector would not hold off
     /// reclamation.
