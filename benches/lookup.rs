@@ -1,0 +1,280 @@
+//! Single-threaded lookup microbenchmark: what one `get` costs in
+//! `handle_pool` against the unsynchronised `SlotMap` (the limit) and
+//! concurrent-slotmap, and what each of `handle_pool`'s lookup calls costs.
+//!
+//! `cargo bench -p handle-pool-benches --bench lookup` runs one group per
+//! table size (100k, 1M `u64` values) and key order:
+//!
+//! * `random`: the keys in an order shuffled once with a seeded
+//!   `fastrand::Rng` (the same permutation for every contender);
+//! * `sequential`: the keys in insertion order (for each table here, that is
+//!   slot index order).
+//!
+//! Each group has one function id per contender, so their ratios read side by
+//! side:
+//!
+//! | id            | call                                                        |
+//! |---------------|-------------------------------------------------------------|
+//! | `slotmap`     | `SlotMap<DefaultKey, u64>::get`, no synchronisation: the limit |
+//! | `cs_guard`    | concurrent-slotmap `get`, one guard held over the iteration |
+//! | `cs_pin`      | concurrent-slotmap `get`, pinning per call                  |
+//! | `hp_get`      | `HandlePool::get(h, &guard)`, one `handle_pool::pin()` guard held over the iteration |
+//! | `hp_contains` | `HandlePool::contains(h)` (sums the hits)                   |
+//! | `hp_cloned`   | `HandlePool::get_cloned(h)` (pins per call)                 |
+//! | `hp_with`     | `HandlePool::with(h, \|v\| *v)` (pins per call)              |
+//!
+//! One iteration is [`LOOKUPS`] lookups, all hits, summed into a
+//! `black_box`ed accumulator: the next window of that many keys in the
+//! contender's key order. At 100k entries a window is a whole pass; at 1M
+//! the windows take turns, so the iterations together still visit the whole
+//! table. Every contender starts at the first window and sees the same
+//! windows in the same order. Throughput is in lookups.
+//!
+//! Options are criterion's: `-- --quick`, `-- --warm-up-time 1
+//! --measurement-time 3`, a filter such as `-- lookup/1M/random`.
+//! `HANDLE_POOL_BENCH_QUICK=1` shortens the default times, like the other
+//! benches. Instruction counts of the same loops, under callgrind: the
+//! `lookup_icount` binary.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
+use handle_pool::{Handle, HandlePool};
+use slotmap::{DefaultKey, SlotMap};
+
+type CsMap = concurrent_slotmap::SlotMap<concurrent_slotmap::SlotId, u64>;
+type CsKey = concurrent_slotmap::SlotId;
+
+/// Lookups per criterion iteration.
+const LOOKUPS: usize = 100_000;
+
+/// Seed of the shuffled key order.
+const SEED: u64 = 0x5eed_1007_c0de;
+
+/// Table sizes, with their group labels.
+const SIZES: [(usize, &str); 2] = [(100_000, "100k"), (1_000_000, "1M")];
+
+/// The same values, inserted in the same order (value `i` is the `i`-th
+/// insert), in each contender's table.
+struct Tables {
+    slotmap: SlotMap<DefaultKey, u64>,
+    slotmap_keys: Vec<DefaultKey>,
+    cs: CsMap,
+    cs_keys: Vec<CsKey>,
+    hp: HandlePool<u64>,
+    hp_keys: Vec<Handle>,
+}
+
+impl Tables {
+    fn new(entries: usize) -> Self {
+        let mut slotmap = SlotMap::with_capacity(entries);
+        let slotmap_keys: Vec<DefaultKey> =
+            (0..entries as u64).map(|v| slotmap.insert(v)).collect();
+
+        // As `cs_new` in `workloads/adapters.rs`: its capacity is fixed at
+        // construction (a reservation committed as it grows).
+        let cs = CsMap::new((entries.max(1024) as u64 * 2).min(u32::MAX as u64 / 2) as u32);
+        let cs_keys: Vec<CsKey> = {
+            let guard = cs.pin();
+            (0..entries as u64).map(|v| cs.insert(v, &guard)).collect()
+        };
+
+        let hp = HandlePool::new();
+        let hp_keys: Vec<Handle> = (0..entries as u64).map(|v| hp.insert(v)).collect();
+
+        Tables {
+            slotmap,
+            slotmap_keys,
+            cs,
+            cs_keys,
+            hp,
+            hp_keys,
+        }
+    }
+}
+
+/// Positions (insert numbers) in visiting order: `0..entries`, or those
+/// shuffled with [`SEED`].
+fn order(entries: usize, random: bool) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..entries as u32).collect();
+    if random {
+        fastrand::Rng::with_seed(SEED).shuffle(&mut order);
+    }
+    order
+}
+
+/// `keys` in visiting order.
+fn arrange<K: Copy>(keys: &[K], order: &[u32]) -> Vec<K> {
+    order.iter().map(|&i| keys[i as usize]).collect()
+}
+
+/// One contender's lookup loop: each call to `iteration` pins with `pin`
+/// (or not: `()`), sums `lookup` over the next window of [`LOOKUPS`] keys,
+/// and returns the sum.
+struct Contender<'k, K, G, P, L> {
+    keys: &'k [K],
+    next: usize,
+    pin: P,
+    lookup: L,
+    _guard: std::marker::PhantomData<fn() -> G>,
+}
+
+impl<'k, K, G, P, L> Contender<'k, K, G, P, L>
+where
+    K: Copy,
+    P: FnMut() -> G,
+    L: FnMut(&G, K) -> u64,
+{
+    fn new(keys: &'k [K], pin: P, lookup: L) -> Self {
+        assert_eq!(keys.len() % LOOKUPS, 0, "whole windows only");
+        Contender {
+            keys,
+            next: 0,
+            pin,
+            lookup,
+            _guard: std::marker::PhantomData,
+        }
+    }
+
+    /// Sum over every key once (outside the timing): checks the contender
+    /// hits every key and finds the right values.
+    fn check(&mut self, expected: u64) {
+        let guard = (self.pin)();
+        let sum = self
+            .keys
+            .iter()
+            .fold(0u64, |sum, &k| sum.wrapping_add((self.lookup)(&guard, k)));
+        assert_eq!(sum, expected, "a lookup missed or read a wrong value");
+    }
+
+    #[inline(always)]
+    fn iteration(&mut self) -> u64 {
+        let window = &self.keys[self.next..self.next + LOOKUPS];
+        self.next = (self.next + LOOKUPS) % self.keys.len();
+        let guard = (self.pin)();
+        let mut sum = 0u64;
+        for &k in black_box(window) {
+            sum = sum.wrapping_add((self.lookup)(&guard, k));
+        }
+        drop(guard);
+        black_box(sum)
+    }
+}
+
+/// Checks one contender, then benches it as `id` in `group`.
+fn bench<K: Copy, G>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: &str,
+    keys: &[K],
+    expected: u64,
+    pin: impl FnMut() -> G,
+    lookup: impl FnMut(&G, K) -> u64,
+) {
+    let mut contender = Contender::new(keys, pin, lookup);
+    contender.check(expected);
+    group.bench_function(id, |b| b.iter(|| contender.iteration()));
+}
+
+fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
+    let entries = tables.hp_keys.len();
+    let order = order(entries, random);
+    let slotmap_keys = arrange(&tables.slotmap_keys, &order);
+    let cs_keys = arrange(&tables.cs_keys, &order);
+    let hp_keys = arrange(&tables.hp_keys, &order);
+    drop(order);
+    // Value `i` is the `i`-th insert, so a pass over all keys sums to this
+    // in any order.
+    let value_sum = (entries as u64) * (entries as u64 - 1) / 2;
+
+    let mut group = c.benchmark_group(format!(
+        "lookup/{label}/{}",
+        if random { "random" } else { "sequential" }
+    ));
+    // One iteration is LOOKUPS lookups (up to milliseconds when they miss
+    // the cache): flat sampling keeps the runs to the measurement time.
+    group.sampling_mode(SamplingMode::Flat);
+    group.throughput(Throughput::Elements(LOOKUPS as u64));
+
+    let (sm, cs, hp) = (&tables.slotmap, &tables.cs, &tables.hp);
+    bench(
+        &mut group,
+        "slotmap",
+        &slotmap_keys,
+        value_sum,
+        || (),
+        |_, k| sm.get(k).map_or(0, |&v| v),
+    );
+    bench(
+        &mut group,
+        "cs_guard",
+        &cs_keys,
+        value_sum,
+        || cs.pin(),
+        |guard, k| cs.get(k, guard).map_or(0, |&v| v),
+    );
+    bench(
+        &mut group,
+        "cs_pin",
+        &cs_keys,
+        value_sum,
+        || (),
+        |_, k| cs.get(k, &cs.pin()).map_or(0, |&v| v),
+    );
+    bench(
+        &mut group,
+        "hp_get",
+        &hp_keys,
+        value_sum,
+        handle_pool::pin,
+        |guard, k| hp.get(k, guard).map_or(0, |&v| v),
+    );
+    bench(
+        &mut group,
+        "hp_contains",
+        &hp_keys,
+        entries as u64,
+        || (),
+        |_, k| u64::from(hp.contains(k)),
+    );
+    bench(
+        &mut group,
+        "hp_cloned",
+        &hp_keys,
+        value_sum,
+        || (),
+        |_, k| hp.get_cloned(k).unwrap_or(0),
+    );
+    bench(
+        &mut group,
+        "hp_with",
+        &hp_keys,
+        value_sum,
+        || (),
+        |_, k| hp.with(k, |v| *v).unwrap_or(0),
+    );
+    group.finish();
+}
+
+fn main() {
+    let quick = std::env::var_os("HANDLE_POOL_BENCH_QUICK").is_some_and(|v| v != "0");
+    let (warm_up, measurement) = if quick {
+        (Duration::from_millis(200), Duration::from_millis(500))
+    } else {
+        (Duration::from_secs(1), Duration::from_secs(3))
+    };
+    // Defaults only: the command line overrides them.
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(warm_up)
+        .measurement_time(measurement)
+        .configure_from_args();
+    for (entries, label) in SIZES {
+        let tables = Tables::new(entries);
+        for random in [true, false] {
+            lookup_group(&mut c, &tables, label, random);
+        }
+    }
+    c.final_summary();
+}
