@@ -88,11 +88,12 @@ fn publish<T>(acquired: Acquired<'_, T>, value: T) -> Handle {
     // fresh), so this thread owns it: it is FREE, holds no value, and no
     // reader dereferences it until the word below says OCCUPIED.
     unsafe { slot.write_value(value) };
-    // Release pairs with the Acquire load in `occupied_slot` (and with
+    let handle = Handle::new(index, generation);
+    // Release pairs with the Acquire load in `find_occupied` (and with
     // `remove`'s CAS): the value is written before the handle resolves.
     slot.word
-        .store(SlotWord::occupied(generation).to_bits(), Ordering::Release);
-    Handle::new(index, generation)
+        .store(SlotWord::occupied(handle).to_bits(), Ordering::Release);
+    handle
 }
 
 impl<T> RawPool<T> {
@@ -141,19 +142,31 @@ impl<T> RawPool<T> {
 
     // ---- Lookups -------------------------------------------------------
 
+    /// `found` of the slot `handle` names, if it holds the occupant the
+    /// handle was made for. Every lookup goes through here.
+    #[inline(always)]
+    fn find_occupied<'a, R>(
+        &'a self,
+        handle: Handle,
+        found: impl FnOnce(&'a Slot<T>) -> R,
+    ) -> Option<R> {
+        self.storage.find(handle.index(), |slot| {
+            // Acquire pairs with the Release store in `publish`, so the value
+            // is visible once the word matches.
+            let word = slot.word.load(Ordering::Acquire);
+            (word == SlotWord::occupied(handle).to_bits()).then(|| found(slot))
+        })
+    }
+
     /// The slot `handle` names if it holds the occupant the handle was made for.
     #[inline]
     fn occupied_slot(&self, handle: Handle) -> Option<&Slot<T>> {
-        let slot = self.storage.get(handle.index())?;
-        // Acquire pairs with the Release store in `publish`, so the value is
-        // visible once the word matches.
-        let word = slot.word.load(Ordering::Acquire);
-        (word == SlotWord::occupied(handle.generation()).to_bits()).then_some(slot)
+        self.find_occupied(handle, |slot| slot)
     }
 
     #[inline]
     pub(crate) fn contains(&self, handle: Handle) -> bool {
-        self.occupied_slot(handle).is_some()
+        self.find_occupied(handle, |_| ()).is_some()
     }
 
     /// The value `handle` refers to, protected by `guard`.
@@ -163,27 +176,25 @@ impl<T> RawPool<T> {
     #[inline]
     pub(crate) fn get<'g>(&'g self, handle: Handle, guard: &'g Guard) -> Option<&'g T> {
         self.reclaimer.check_guard(guard);
-        let slot = self.occupied_slot(handle)?;
         // SAFETY: the word was OCCUPIED(g), so the value is initialised (the
         // Acquire load saw its publication). The guard was pinned before that
         // load, so even if the value is removed now, its reclamation is
         // deferred until the guard is dropped; exclusive removals need `&mut`,
         // which the `&'g self` borrow rules out; the storage lives as long as
         // `&'g self`: the reference is valid for 'g.
-        Some(unsafe { slot.value_ref() })
+        self.find_occupied(handle, |slot| unsafe { slot.value_ref() })
     }
 
     /// Calls `f` with the value `handle` refers to, pinned for the call.
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
         let guard = self.reclaimer.pin();
-        let slot = self.occupied_slot(handle)?;
         // SAFETY: as in `get`: `guard` was pinned (on the collector removals
         // are deferred on, as `Reclaimer::pin` promises) before the word was
         // seen OCCUPIED, and lives until `f` returns.
-        let result = f(unsafe { slot.value_ref() });
+        let result = self.find_occupied(handle, |slot| f(unsafe { slot.value_ref() }));
         drop(guard);
-        Some(result)
+        result
     }
 
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
@@ -613,13 +624,13 @@ impl<T> RawPool<T> {
             return false;
         };
         // A plain load first: a stale handle costs no write to the line.
-        if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(generation).to_bits() {
+        if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
             return false;
         }
         let home = self.stripes.home();
         let removals = &self.stripes[home].removals;
         let (link, current) = removals.head();
-        if !slot.try_remove(generation, link) {
+        if !slot.try_remove(handle, link) {
             return false;
         }
         let relink = |head| {
@@ -667,10 +678,10 @@ impl<T> RawPool<T> {
                 continue;
             };
             let generation = handle.generation();
-            if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(generation).to_bits() {
+            if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
                 continue;
             }
-            if slot.try_remove(generation, chain.head) {
+            if slot.try_remove(handle, chain.head) {
                 chain.head = handle.index();
                 chain.tail.get_or_insert((slot, generation));
                 chain.count += 1;

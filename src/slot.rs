@@ -2,31 +2,35 @@
 
 use core::mem::MaybeUninit;
 
+use crate::handle::Handle;
 use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 
 /// Ends a list threaded through slot links.
 pub(crate) const NIL: u32 = u32::MAX;
 
 const LINK_BITS: u32 = 32;
-const STATE_BITS: u32 = 2;
-const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
-const GENERATION_SHIFT: u32 = LINK_BITS + STATE_BITS;
+const GENERATION_SHIFT: u32 = LINK_BITS;
+const STATE_SHIFT: u32 = 62;
+const GENERATION_MASK: u64 = (1 << (STATE_SHIFT - GENERATION_SHIFT)) - 1;
 
 // The generation field is exactly as wide as the largest generation a
-// handle can carry.
+// handle can carry, and sits where a handle keeps its generation: an
+// `OCCUPIED` word is its handle's bits.
 const _: () = assert!(
-    crate::handle::MAX_GENERATION as u64 == (1u64 << (64 - GENERATION_SHIFT)) - 1,
+    crate::handle::MAX_GENERATION as u64 == GENERATION_MASK,
     "MAX_GENERATION must fill the slot word's generation field"
 );
 
 /// A panic caught from a value's `Drop`, to be re-raised or discarded.
 pub(crate) type Panic = Box<dyn std::any::Any + Send + 'static>;
 
-/// The slot state, as stored in bits 32..34 of the word.
+/// The slot state, as stored in bits 62..64 of the word (see the state
+/// table: `OCCUPIED` is `0` with a generation of at least 1; the all-zero
+/// word is the fresh `FREE(0, 0)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum State {
-    Free = 0,
-    Occupied = 1,
+    Occupied = 0,
+    Free = 1,
     Removed = 2,
     Exhausted = 3,
 }
@@ -36,10 +40,16 @@ pub(crate) enum State {
 pub(crate) struct SlotWord(u64);
 
 impl SlotWord {
+    /// The word of a slot no insert has used yet: all zero bits, decoded as
+    /// `FREE(0, 0)` (no handle has generation 0, so it is never `OCCUPIED`).
+    pub(crate) const FRESH: SlotWord = SlotWord(0);
+
     #[inline(always)]
     const fn pack(generation: u32, state: State, link: u32) -> Self {
         SlotWord(
-            ((generation as u64) << GENERATION_SHIFT) | ((state as u64) << LINK_BITS) | link as u64,
+            ((state as u64) << STATE_SHIFT)
+                | ((generation as u64 & GENERATION_MASK) << GENERATION_SHIFT)
+                | link as u64,
         )
     }
 
@@ -48,9 +58,13 @@ impl SlotWord {
         Self::pack(generation, State::Free, link)
     }
 
+    /// The word of a slot holding the value `handle` refers to: the
+    /// handle's own bits, so that a lookup compares one word with the
+    /// handle as it is. Handles have state bits 0 and a generation of at
+    /// least 1, which no vacant word has.
     #[inline(always)]
-    pub(crate) const fn occupied(generation: u32) -> Self {
-        Self::pack(generation, State::Occupied, 0)
+    pub(crate) const fn occupied(handle: Handle) -> Self {
+        SlotWord(handle.to_bits())
     }
 
     #[inline(always)]
@@ -86,9 +100,11 @@ impl SlotWord {
 
     #[inline(always)]
     pub(crate) const fn generation(self) -> u32 {
-        (self.0 >> GENERATION_SHIFT) as u32
+        ((self.0 >> GENERATION_SHIFT) & GENERATION_MASK) as u32
     }
 
+    /// The next slot on the slot's list (`FREE` and `REMOVED`); an
+    /// `OCCUPIED` word holds its own index here.
     #[inline(always)]
     pub(crate) const fn link(self) -> u32 {
         self.0 as u32
@@ -96,9 +112,10 @@ impl SlotWord {
 
     #[inline(always)]
     pub(crate) fn state(self) -> State {
-        match (self.0 >> LINK_BITS) & STATE_MASK {
-            0 => State::Free,
-            1 => State::Occupied,
+        match self.0 >> STATE_SHIFT {
+            0 if self.generation() == 0 => State::Free,
+            0 => State::Occupied,
+            1 => State::Free,
             2 => State::Removed,
             _ => State::Exhausted,
         }
@@ -132,24 +149,24 @@ pub(crate) struct Slot<T> {
 }
 
 impl<T> Slot<T> {
-    /// A fresh slot: `FREE(0, 0)`, all zero bits (see `storage::new_slots`).
+    /// A fresh slot: all zero bits (see `storage::new_slots`).
     pub(crate) fn new() -> Self {
         Slot {
-            word: AtomicU64::new(SlotWord::free(0, 0).to_bits()),
+            word: AtomicU64::new(SlotWord::FRESH.to_bits()),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
-    /// `remove`'s CAS: `OCCUPIED(generation)` to `REMOVED(generation,
-    /// link)`. The one thread that succeeds owns the value from then on.
+    /// `remove`'s CAS: `OCCUPIED(handle)` to `REMOVED(generation, link)`.
+    /// The one thread that succeeds owns the value from then on.
     #[inline]
-    pub(crate) fn try_remove(&self, generation: u32, link: u32) -> bool {
+    pub(crate) fn try_remove(&self, handle: Handle, link: u32) -> bool {
         // Acquire pairs with `publish`'s Release store: the winner sees the
         // initialised value it now owns and hands on to the reclamation.
         self.word
             .compare_exchange(
-                SlotWord::occupied(generation).to_bits(),
-                SlotWord::removed(generation, link).to_bits(),
+                SlotWord::occupied(handle).to_bits(),
+                SlotWord::removed(handle.generation(), link).to_bits(),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             )
@@ -232,3 +249,7 @@ impl<T> Slot<T> {
         (vacant, panic)
     }
 }
+
+#[cfg(all(test, not(handle_pool_loom)))]
+#[path = "unit_tests/slot.rs"]
+mod tests;

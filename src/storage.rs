@@ -106,6 +106,20 @@ impl<T> Storage<T> {
     /// The slot at `index`, or `None` if its bucket was never allocated.
     #[inline(always)]
     pub(crate) fn get(&self, index: u32) -> Option<&Slot<T>> {
+        self.find(index, Some)
+    }
+
+    /// `found` of the slot at `index`, or `None` if its bucket was never
+    /// allocated. The slot reaches `found` as a reference, not wrapped in an
+    /// `Option`, so a lookup does not test the computed address for the
+    /// `Option`'s null niche (the compiler cannot tell it is never null):
+    /// two instructions fewer per held-guard `get`.
+    #[inline(always)]
+    pub(crate) fn find<'a, R>(
+        &'a self,
+        index: u32,
+        found: impl FnOnce(&'a Slot<T>) -> Option<R>,
+    ) -> Option<R> {
         let shifted = index as u64 + self.first;
         // Acquire pairs with the Release CAS in `allocate_bucket`: the slots
         // are initialised before we read through the pointer.
@@ -118,7 +132,7 @@ impl<T> Storage<T> {
         // `start`, and `bucket_of` put `shifted` in that range: the sum
         // points into the bucket (wrapping arithmetic keeps the bucket's
         // provenance), which lives until `self` is dropped.
-        Some(unsafe { &*biased.wrapping_add(shifted as usize) })
+        found(unsafe { &*biased.wrapping_add(shifted as usize) })
     }
 
     /// The slot at `index`, which some list or handle says was handed out.
