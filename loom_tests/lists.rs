@@ -1,12 +1,15 @@
-//! The free list alone: pops and pushes racing on one list over a tiny
-//! storage, without the pool around them.
+//! The lists alone, over a tiny storage, without the pool around them: pops
+//! and pushes racing on a free list; a sealed list's push racing a take.
 
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::lists::{Chain, FreeList};
-use crate::slot::{SlotWord, NIL};
+use super::harness::Reached;
+use crate::lists::{Chain, FreeList, SealedBatch};
+use crate::reclaim::Reclaimer;
+use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
+use crate::stripe::Stripes;
 use crate::sync::Ordering;
 
 const SLOTS: u32 = 3;
@@ -64,4 +67,51 @@ fn free_list_pop_push_race() {
         everywhere.sort_unstable();
         assert_eq!(everywhere, [0, 1, 2], "each slot exactly once");
     });
+}
+
+/// A sealer numbers a batch and pushes it onto its stripe's sealed list
+/// while another thread does what an adopter's marker and a reclaimer do:
+/// records everything numbered so far as past its grace period, then takes
+/// the list. In the execution that matters the number is taken, the marker
+/// runs and the reclaimer takes the (empty) list before the push; the push
+/// must then leave the hint up (`StripeBatches::put` lowers `taken`), so
+/// that a later reclamation finds the batch with no new marker. In every
+/// execution the batch is reclaimed exactly once.
+#[test]
+fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
+    let late_push = Reached::default();
+    let seen = late_push.clone();
+    loom::model(move || {
+        let storage = Arc::new(Storage::<u32>::new(0));
+        storage.ensure(0, 1);
+        let slot = storage.slot(0);
+        // SAFETY: slot 0 is fresh and only this thread has it.
+        unsafe { slot.write_value(7) };
+        slot.word
+            .store(SlotWord::removed(1, NIL).to_bits(), Ordering::Relaxed);
+        let reclaimer = Arc::new(Reclaimer::new(1));
+        let stripe = Stripes::new(1).home();
+
+        let sealer_reclaimer = Arc::clone(&reclaimer);
+        let sealer = thread::spawn(move || {
+            let batch = SealedBatch { head: 0, count: 1 };
+            assert_eq!(sealer_reclaimer.seal_without_marker(stripe, batch), 1);
+        });
+        reclaimer.grace_as_adopter(stripe);
+        let first = reclaimer.reclaim_ready(stripe, &storage, 8).found;
+        sealer.join().unwrap();
+        if !first && reclaimer.has_ready(stripe) {
+            // Graced and taken before the push, which lowered `taken`.
+            seen.mark();
+        }
+        reclaimer.grace_as_adopter(stripe);
+        let second = reclaimer.reclaim_ready(stripe, &storage, 8).found;
+        assert!(first != second, "the batch is reclaimed exactly once");
+        assert_eq!(
+            SlotWord::from_bits(slot.word.load(Ordering::Relaxed)).state(),
+            State::Free,
+            "the slot is free again"
+        );
+    });
+    late_push.assert("a reclaimer took the list between the numbering and the push");
 }

@@ -1,6 +1,6 @@
 //! The raw pool: every slot mechanic, on raw [`Handle`]s.
 //!
-//! Acquiring a slot (from the home stripe, another stripe, a ready batch or
+//! Acquiring a slot (from the home stripe, another stripe, a released batch or
 //! fresh storage), publishing a value into it, looking it up, removing it
 //! into a batch, giving a slot back, restoring a serialized pool, and the
 //! length accounting all live here. The typed face (`pool`, `iter`,
@@ -379,7 +379,11 @@ impl<T> RawPool<T> {
                 break;
             }
             yield_now();
-            self.reclaimer.advance_epoch();
+            // Adopting every stripe's batches as well: their markers may
+            // wait in the bags of threads that seal rarely or were preempted.
+            if !self.reclaimer.adopt(self.stripes.all_from(home)) {
+                self.reclaimer.advance_epoch();
+            }
             if let Some(found) = self.reclaim_any(home) {
                 return Some(found);
             }
@@ -443,11 +447,12 @@ impl<T> RawPool<T> {
     }
 
     /// Keeps reclamation going whatever the pool's traffic: visits one
-    /// stripe (every stripe in turn, round-robin from `from`), seals its
-    /// partial removal batch if nobody added to it since the last visit,
-    /// hands it to the collector, reclaims its ready
-    /// batches onto `from`'s free list, and otherwise
-    /// pushes the epoch (`push_epoch`, unless the caller just did) if
+    /// stripe (every stripe in turn, round-robin from `from`). If nobody
+    /// removed from it since the last visit, seals its partial removal batch
+    /// and adopts its sealed batches (defers grace markers for them here and
+    /// flushes: its owner may have gone idle with its own markers in its
+    /// local bag). Then reclaims the stripe's batches past their grace period
+    /// onto `from`'s free list, or else pushes the epoch (`push_epoch`) if
     /// batches are waiting for it. Run once per `SWEEP_EVERY_POPS` inserts
     /// and `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed
     /// value is dropped after a bounded number of later inserts or removes
@@ -459,27 +464,34 @@ impl<T> RawPool<T> {
         let target = self.stripes.sweep_target(from, turn);
         let stripe = &self.stripes[target];
         let word = stripe.removals.word();
-        if !RemovalBatch::is_empty_word(word) && stripe.unchanged_since_last_sweep(word) {
-            if let Some(batch) = stripe.removals.seal_if_still(word) {
-                self.reclaimer.defer(target, batch);
+        let mut pushed = false;
+        if stripe.unchanged_since_last_sweep(word) {
+            if !RemovalBatch::is_empty_word(word) {
+                if let Some(batch) = stripe.removals.seal_if_still(word) {
+                    self.reclaimer.defer(target, batch);
+                }
             }
+            pushed = self.reclaimer.adopt([target]);
         }
-        if self.reclaimer.has_ready(target) {
-            self.reclaim_into(target, from);
-        } else if push_epoch && self.reclaimer.in_flight() > 0 {
+        if self.reclaimer.has_ready(target) && self.reclaim_into(target, from) {
+            return;
+        }
+        if push_epoch && !pushed && self.reclaimer.in_flight() > 0 {
             self.reclaimer.advance_epoch();
         }
     }
 
     /// Seals every stripe's partial batch, pushes the epoch until every
-    /// batch deferred so far is ready (unless a guard pinned before it holds
-    /// it back), and reclaims every ready batch onto `home`'s free list.
+    /// batch sealed so far is past its grace period (unless a guard pinned
+    /// before it holds it back), and reclaims them all onto `home`'s free
+    /// list.
     fn seal_and_reclaim_all(&self, home: StripeIndex) {
         for stripe in self.stripes.all_from(home) {
             if let Some(batch) = self.stripes[stripe].removals.take_all() {
                 self.reclaimer.defer(stripe, batch);
             }
         }
+        self.reclaimer.adopt(self.stripes.all_from(home));
         self.reclaimer.settle();
         for stripe in self.stripes.all_from(home) {
             self.reclaim_into(stripe, home);
@@ -645,20 +657,15 @@ impl<T> RawPool<T> {
         true
     }
 
-    /// Hands a batch this thread just sealed to the collector, at once, and
-    /// sweeps once per `SWEEP_EVERY_SEALS` batches.
-    ///
-    /// At once, although each hand-over costs a flush of crossbeam's bag
-    /// (about a microsecond: some 10% of churn throughput, measured against
-    /// handing over four at a time): a batch held back keeps 64 slots from
-    /// reuse, and the epoch alone does not release it, so a quiet pool would
-    /// grow rather than reuse slots whose grace period is over.
+    /// Hands a batch this thread just sealed to reclamation, and sweeps once
+    /// per `SWEEP_EVERY_SEALS` batches, pushing the epoch: that flushes this
+    /// thread's grace markers to the global queue, one flush for four
+    /// batches (a flush moves crossbeam's whole bag, about a microsecond).
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch) {
         self.reclaimer.defer(home, batch);
         let seals = self.stripes[home].removals.removals() / self.config.batch;
         if seals % SWEEP_EVERY_SEALS == 0 {
-            // `defer` has just flushed, which pushes the epoch.
-            self.sweep(home, seals / SWEEP_EVERY_SEALS, false);
+            self.sweep(home, seals / SWEEP_EVERY_SEALS, true);
         }
     }
 

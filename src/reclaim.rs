@@ -9,7 +9,7 @@ use crate::lists::{Chain, SealedBatch};
 use crate::slot::{SlotWord, State};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
-use crate::sync::{Arc, AtomicIsize, AtomicPtr, Ordering};
+use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering};
 
 /// At most this many epoch pushes in [`Reclaimer::settle`]: crossbeam
 /// frees what was deferred two epochs back, and a push can fail to advance
@@ -29,16 +29,68 @@ pub(crate) struct Reclaimer {
 
 /// What the deferred closures share with the pool.
 struct Header {
-    /// Per stripe: batches whose grace period is over.
-    ready: Box<[CachePadded<ReadyList>]>,
-    /// Batches deferred and not yet on a ready list, pool-wide: one load
-    /// tells an insert whether pushing the epoch can free anything.
-    in_flight: CachePadded<AtomicIsize>,
+    stripes: Box<[CachePadded<StripeBatches>]>,
 }
 
-/// What an insert got from a stripe's ready list.
+impl Header {
+    /// What a grace marker does when it runs: records every batch of
+    /// `stripe` numbered up to `number` as past its grace period.
+    fn grace(&self, stripe: StripeIndex, number: u64) {
+        // Release pairs with the Acquire load in `reclaim_ready`: a
+        // reclaimer that sees the number runs after the grace period.
+        self.stripes[stripe.get()]
+            .graced
+            .fetch_max(number, Ordering::Release);
+    }
+}
+
+/// One stripe's sealed batches, numbered in the order they were sealed.
+struct StripeBatches {
+    /// Sealed batches not reclaimed yet, with their numbers: visible to
+    /// every thread, so no batch is stranded with a thread that goes idle.
+    sealed: BatchList,
+    /// How many batches of this stripe have been sealed: the number of the
+    /// latest.
+    count: AtomicU64,
+    /// Every batch numbered up to this one is past its grace period.
+    graced: AtomicU64,
+    /// The highest `graced` a reclaimer has taken the sealed list for,
+    /// lowered again by every push of a batch numbered at or below it:
+    /// `graced > taken` says a batch past its grace period may be waiting
+    /// (see `StripeBatches::put` for why no batch is left behind).
+    taken: AtomicU64,
+}
+
+impl StripeBatches {
+    /// Whether a batch past its grace period may be on the sealed list (a
+    /// hint: Relaxed loads).
+    #[inline]
+    fn looks_ready(&self) -> bool {
+        self.graced.load(Ordering::Relaxed) > self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Puts batches on the sealed list, `lowest` the lowest number among
+    /// them, and lowers `taken` below it.
+    ///
+    /// No batch is left behind: if a reclaimer's `fetch_max` on `taken`
+    /// comes after our `fetch_min` in its order, it synchronises with it
+    /// (Release here, AcqRel there, one chain of read-modify-writes) and its
+    /// take sees our push; if it comes before, `taken` ends below `lowest`,
+    /// so once `graced` reaches `lowest` the hint is up until someone takes
+    /// the list again.
+    fn put(&self, batches: OwnedBatches) {
+        let Some(lowest) = batches.lowest() else {
+            return;
+        };
+        self.sealed.push_all(batches);
+        // Release: see above.
+        self.taken.fetch_min(lowest - 1, Ordering::Release);
+    }
+}
+
+/// What a reclamation of a stripe's batches got.
 pub(crate) struct Reclaimed {
-    /// Whether any batch was ready.
+    /// Whether any batch was past its grace period.
     pub(crate) found: bool,
     /// The slots that became free, for the caller to push on a free list.
     pub(crate) free: Option<Chain>,
@@ -48,10 +100,16 @@ impl Reclaimer {
     pub(crate) fn new(stripes: usize) -> Self {
         Reclaimer {
             header: Arc::new(Header {
-                ready: (0..stripes)
-                    .map(|_| CachePadded::new(ReadyList::new()))
+                stripes: (0..stripes)
+                    .map(|_| {
+                        CachePadded::new(StripeBatches {
+                            sealed: BatchList::new(),
+                            count: AtomicU64::new(0),
+                            graced: AtomicU64::new(0),
+                            taken: AtomicU64::new(0),
+                        })
+                    })
                     .collect(),
-                in_flight: CachePadded::new(AtomicIsize::new(0)),
             }),
             era: 0,
             collector: crossbeam_epoch::default_collector().clone(),
@@ -81,26 +139,86 @@ impl Reclaimer {
         }
     }
 
-    /// Hands a sealed batch of `stripe` to the epoch collector, straight
-    /// to the global queue: left in this thread's local bag, it would wait
-    /// for this thread to pin again, which a thread that goes idle may never
-    /// do.
+    /// Takes a batch of `stripe` just sealed: numbers it, puts it on the
+    /// stripe's sealed list, and defers a *grace marker* for its number on
+    /// this thread. The marker waits in this thread's local bag until the
+    /// thread next pushes the epoch (its next sweep or slow path, within four
+    /// seals) or the bag fills; should the thread go idle first, a sweep
+    /// elsewhere finds the stripe idle and `adopt`s its batches.
     pub(crate) fn defer(&self, stripe: StripeIndex, batch: SealedBatch) {
-        // Allocated before pinning: the pinned window should be short.
-        let node = Box::new(ReadyBatch {
+        let number = self.seal(stripe, batch);
+        self.defer_marker(stripe, number, &self.pin());
+    }
+
+    /// Numbers a batch of `stripe` just sealed and puts it on the stripe's
+    /// sealed list; returns its number.
+    fn seal(&self, stripe: StripeIndex, batch: SealedBatch) -> u64 {
+        let batches = &self.header.stripes[stripe.get()];
+        // AcqRel: numbers are handed out in one order, and each sealer
+        // synchronises with every earlier one, so the slots of every batch
+        // numbered below ours were removed before our marker is deferred: a
+        // marker covers every batch up to its number (see `adopt`).
+        let number = batches.count.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut sealed = OwnedBatches::new();
+        sealed.add(Box::new(SealedNode {
             batch,
+            number,
             era: self.era,
             next: AtomicPtr::new(ptr::null_mut()),
-        });
+        }));
+        batches.put(sealed);
+        number
+    }
+
+    /// Defers, on this thread, a grace marker for every batch sealed so far
+    /// on each of `stripes` that is not past its grace period yet, and
+    /// flushes them to the global queue: the batches of a stripe whose owner
+    /// went idle with its own markers in its local bag. Returns whether any
+    /// batch was waiting.
+    pub(crate) fn adopt(&self, stripes: impl IntoIterator<Item = StripeIndex>) -> bool {
+        let mut guard = None;
+        for stripe in stripes {
+            let batches = &self.header.stripes[stripe.get()];
+            // Acquire pairs with the sealers' AcqRel increments: the slots of
+            // every batch counted were removed before the marker is deferred.
+            let count = batches.count.load(Ordering::Acquire);
+            if count > batches.graced.load(Ordering::Relaxed) {
+                let guard = guard.get_or_insert_with(|| self.pin());
+                self.defer_marker(stripe, count, guard);
+            }
+        }
+        match guard {
+            Some(guard) => {
+                guard.flush();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Defers a closure that records batches up to `number` of `stripe` as
+    /// past their grace period. crossbeam runs it once every thread pinned
+    /// now has unpinned: the only threads that can have read one of those
+    /// slots `OCCUPIED`, since every slot was removed before this call (see
+    /// `defer`) and a reader pins before it loads.
+    fn defer_marker(&self, stripe: StripeIndex, number: u64, guard: &Guard) {
         let header = Arc::clone(&self.header);
-        // Relaxed: a hint for inserts deciding whether to push the epoch.
-        self.header.in_flight.fetch_add(1, Ordering::Relaxed);
-        let guard = crossbeam_epoch::pin();
-        guard.defer(move || {
-            header.ready[stripe.get()].push(node);
-            header.in_flight.fetch_sub(1, Ordering::Relaxed);
-        });
-        guard.flush();
+        guard.defer(move || header.grace(stripe, number));
+    }
+
+    /// For the loom models of the sealed lists: seals without deferring a
+    /// marker, and runs, at once, the marker an adopter would defer now.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn seal_without_marker(&self, stripe: StripeIndex, batch: SealedBatch) -> u64 {
+        self.seal(stripe, batch)
+    }
+
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn grace_as_adopter(&self, stripe: StripeIndex) {
+        let count = self.header.stripes[stripe.get()]
+            .count
+            .load(Ordering::Acquire);
+        self.header.grace(stripe, count);
     }
 
     /// Pushes the epoch until no batch is in flight, or for at most
@@ -115,28 +233,37 @@ impl Reclaimer {
         }
     }
 
-    /// Pins, pushes this thread's deferred batches to the global queue, and
-    /// helps the epoch advance and expired batches reach their ready lists.
+    /// Pins, pushes this thread's grace markers to the global queue, and
+    /// helps the epoch advance and expired markers run.
     pub(crate) fn advance_epoch(&self) {
-        crossbeam_epoch::pin().flush();
+        self.pin().flush();
     }
 
-    /// Batches deferred and not yet ready, pool-wide (a hint).
-    #[inline]
-    pub(crate) fn in_flight(&self) -> isize {
-        self.header.in_flight.load(Ordering::Relaxed)
+    /// Batches sealed and not yet past their grace period, pool-wide (a
+    /// hint, from Relaxed loads of each stripe's numbers: no counter shared
+    /// by every stripe is written per batch).
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.header
+            .stripes
+            .iter()
+            .map(|batches| {
+                let count = batches.count.load(Ordering::Relaxed);
+                count.saturating_sub(batches.graced.load(Ordering::Relaxed))
+            })
+            .sum()
     }
 
-    /// Whether `stripe`'s ready list looks non-empty (a hint).
+    /// Whether `stripe` has sealed batches not yet reclaimed (a hint).
     #[inline]
     pub(crate) fn has_ready(&self, stripe: StripeIndex) -> bool {
-        !self.header.ready[stripe.get()].looks_empty()
+        self.header.stripes[stripe.get()].looks_ready()
     }
 
-    /// Reclaims every batch on `stripe`'s ready list: drops the values and
-    /// vacates the slots, and returns the free ones as one chain for the
-    /// caller to push. Batches of an earlier era are discarded unread. A
-    /// value's `Drop` panicking here is discarded.
+    /// Reclaims every batch of `stripe` past its grace period: drops the
+    /// values and vacates the slots, and returns the free ones as one chain
+    /// for the caller to push. The others go back on the sealed list.
+    /// Batches of an earlier era are discarded unread. A value's `Drop`
+    /// panicking here is discarded.
     pub(crate) fn reclaim_ready<T>(
         &self,
         stripe: StripeIndex,
@@ -147,22 +274,43 @@ impl Reclaimer {
             found: false,
             free: None,
         };
-        for node in self.header.ready[stripe.get()].take_all() {
+        let batches = &self.header.stripes[stripe.get()];
+        // Acquire pairs with the markers' Release `fetch_max`: every batch
+        // numbered up to `graced` is past its grace period, including those
+        // whose sealer had not pushed them yet when the marker ran.
+        let graced = batches.graced.load(Ordering::Acquire);
+        if graced <= batches.taken.load(Ordering::Relaxed) {
+            return reclaimed;
+        }
+        // AcqRel: the Acquire half pairs with `put`'s Release (see there).
+        batches.taken.fetch_max(graced, Ordering::AcqRel);
+        let mut waiting = OwnedBatches::new();
+        for node in batches.sealed.take_all() {
+            if node.number > graced {
+                waiting.add(node);
+                continue;
+            }
             reclaimed.found = true;
             if node.era == self.era {
                 reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
             }
         }
+        batches.put(waiting);
         reclaimed
     }
 
     /// Exclusive reclamation begins: every batch sealed so far belongs to an
-    /// earlier era from now on, and the ready ones are discarded (the caller
-    /// finds their slots by scanning).
+    /// earlier era from now on, and is discarded (the caller finds their
+    /// slots by scanning). No marker can be needed for them any more.
     pub(crate) fn begin_exclusive(&mut self) {
         self.era += 1;
-        for ready in self.header.ready.iter() {
-            ready.take_all().for_each(drop);
+        for batches in self.header.stripes.iter() {
+            batches.sealed.take_all().for_each(drop);
+            // `&mut self`: no sealer runs; markers still in the collector
+            // find `graced` at the count already and change nothing.
+            let count = batches.count.load(Ordering::Relaxed);
+            batches.taken.fetch_max(count, Ordering::Relaxed);
+            batches.graced.fetch_max(count, Ordering::Relaxed);
         }
     }
 }
@@ -178,14 +326,14 @@ fn reclaim_batch<T>(
     let mut index = batch.head;
     for _ in 0..batch.count {
         let slot = storage.slot(index);
-        // Relaxed: the batch's words were made visible by the epoch collector
-        // (deferring and running a closure synchronise, and so do the ready
-        // list's push and take).
+        // Relaxed: the batch's words were made visible to its sealer by the
+        // removal batch's pushes and seal, and to us by the sealed list's
+        // push and take.
         let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
         debug_assert_eq!(word.state(), State::Removed, "batch slot {index}");
         // SAFETY: the slot is REMOVED and in a batch whose grace period is
         // over and whose era is current: no reference to its value is left,
-        // and no one else reclaims it (each ready batch is taken once, and an
+        // and no one else reclaims it (each sealed batch is taken once, and an
         // exclusive reclamation would have changed the era).
         let (vacant, panic) =
             unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
@@ -199,22 +347,24 @@ fn reclaim_batch<T>(
     free
 }
 
-/// A batch whose grace period is over, on a ready list.
-struct ReadyBatch {
+/// A sealed batch, on its stripe's sealed list.
+struct SealedNode {
     batch: SealedBatch,
+    /// Its place in the order the stripe's batches were sealed.
+    number: u64,
     /// The reclaimer's era when the batch was sealed.
     era: u64,
-    next: AtomicPtr<ReadyBatch>,
+    next: AtomicPtr<SealedNode>,
 }
 
-/// A stack of ready batches: push one, take all (so no ABA).
-struct ReadyList {
-    head: AtomicPtr<ReadyBatch>,
+/// A stack of sealed batches: push one, take all (so no ABA).
+struct BatchList {
+    head: AtomicPtr<SealedNode>,
 }
 
-impl ReadyList {
+impl BatchList {
     fn new() -> Self {
-        ReadyList {
+        BatchList {
             head: AtomicPtr::new(ptr::null_mut()),
         }
     }
@@ -224,18 +374,24 @@ impl ReadyList {
         self.head.load(Ordering::Relaxed).is_null()
     }
 
-    fn push(&self, node: Box<ReadyBatch>) {
-        let node = Box::into_raw(node);
+    /// Pushes every batch of `batches` with one CAS.
+    fn push_all(&self, mut batches: OwnedBatches) {
+        let (first, last) = (batches.first, batches.last);
+        if first.is_null() {
+            return;
+        }
+        // The chain is the list's from the CAS on: `batches` must not free it.
+        batches.first = ptr::null_mut();
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
-            // SAFETY: `node` came from `Box::into_raw` just above and is not
-            // shared until the CAS below succeeds.
-            unsafe { (*node).next.store(head, Ordering::Relaxed) };
-            // Release pairs with the Acquire swap in `take_all`: the node's
-            // fields are written before the taker reads them.
+            // SAFETY: `last` is a node of the chain `batches` owned, which
+            // nobody else sees until the CAS below succeeds.
+            unsafe { (*last).next.store(head, Ordering::Relaxed) };
+            // Release pairs with the Acquire swap in `take_all`: the nodes'
+            // fields and links are written before the taker reads them.
             match self
                 .head
-                .compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(head, first, Ordering::Release, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(actual) => head = actual,
@@ -253,19 +409,63 @@ impl ReadyList {
     }
 }
 
-/// The nodes of a ready list taken whole: owned, yielded one by one.
-struct TakenBatches(*mut ReadyBatch);
+/// Sealed batches one thread owns, linked through `next`, on their way
+/// onto a sealed list (one CAS for all of them); freed if dropped instead.
+struct OwnedBatches {
+    first: *mut SealedNode,
+    last: *mut SealedNode,
+    lowest: u64,
+}
+
+impl OwnedBatches {
+    fn new() -> Self {
+        OwnedBatches {
+            first: ptr::null_mut(),
+            last: ptr::null_mut(),
+            lowest: u64::MAX,
+        }
+    }
+
+    fn add(&mut self, node: Box<SealedNode>) {
+        self.lowest = self.lowest.min(node.number);
+        let node = Box::into_raw(node);
+        // SAFETY: `node` came from `Box::into_raw` just above; the chain is
+        // ours alone.
+        unsafe { (*node).next.store(self.first, Ordering::Relaxed) };
+        if self.last.is_null() {
+            self.last = node;
+        }
+        self.first = node;
+    }
+
+    /// The lowest batch number held, if any.
+    fn lowest(&self) -> Option<u64> {
+        (!self.first.is_null()).then_some(self.lowest)
+    }
+}
+
+impl Drop for OwnedBatches {
+    fn drop(&mut self) {
+        // The chain is built like a taken list: the same walk frees it.
+        drop(TakenBatches(self.first));
+    }
+}
+
+/// A chain of nodes owned whole (a sealed list swapped out, or an
+/// `OwnedBatches` chain), yielded one by one; freed if dropped.
+struct TakenBatches(*mut SealedNode);
 
 impl Iterator for TakenBatches {
-    type Item = Box<ReadyBatch>;
+    type Item = Box<SealedNode>;
 
-    fn next(&mut self) -> Option<Box<ReadyBatch>> {
+    fn next(&mut self) -> Option<Box<SealedNode>> {
         if self.0.is_null() {
             return None;
         }
-        // SAFETY: the list was swapped out whole, so its nodes are ours
-        // alone; each came from `Box::into_raw` in `ReadyList::push`, and
-        // we advance past it before handing it out, so it is owned once.
+        // SAFETY: the chain is ours alone (swapped out of a sealed list
+        // whole, or never pushed); each node came from `Box::into_raw` in
+        // `OwnedBatches::add`, and we advance past it before handing it out,
+        // so it is owned once.
         let node = unsafe { Box::from_raw(self.0) };
         self.0 = node.next.load(Ordering::Relaxed);
         Some(node)
@@ -280,10 +480,10 @@ impl Drop for TakenBatches {
 
 impl Drop for Header {
     fn drop(&mut self) {
-        // Closures that ran after the pool was gone left their nodes here;
-        // the pool's drop had already dropped every value.
-        for ready in self.ready.iter() {
-            ready.take_all().for_each(drop);
+        // Batches sealed and never reclaimed: the pool's drop had already
+        // dropped every value.
+        for batches in self.stripes.iter() {
+            batches.sealed.take_all().for_each(drop);
         }
     }
 }

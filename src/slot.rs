@@ -46,6 +46,12 @@ impl SlotWord {
 
     #[inline(always)]
     const fn pack(generation: u32, state: State, link: u32) -> Self {
+        // Callers keep generations within `MAX_GENERATION`: a larger one
+        // would be cut to 30 bits here, silently.
+        debug_assert!(
+            generation as u64 <= GENERATION_MASK,
+            "generation out of range"
+        );
         SlotWord(
             ((state as u64) << STATE_SHIFT)
                 | ((generation as u64 & GENERATION_MASK) << GENERATION_SHIFT)
