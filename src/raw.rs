@@ -437,7 +437,7 @@ impl<T> RawPool<T> {
     fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
         let (index, slot, word, pops) = self.stripes[stripe].free.pop(&self.storage)?;
         if pops % SWEEP_EVERY_POPS == 0 {
-            self.sweep(stripe, pops / SWEEP_EVERY_POPS, true);
+            self.sweep(stripe, pops / SWEEP_EVERY_POPS);
         }
         Some(Acquired {
             index,
@@ -452,15 +452,16 @@ impl<T> RawPool<T> {
     /// and adopts its sealed batches (defers grace markers for them here and
     /// flushes: its owner may have gone idle with its own markers in its
     /// local bag). Then reclaims the stripe's batches past their grace period
-    /// onto `from`'s free list, or else pushes the epoch (`push_epoch`) if
-    /// batches are waiting for it. Run once per `SWEEP_EVERY_POPS` inserts
-    /// and `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed
-    /// value is dropped after a bounded number of later inserts or removes
-    /// on any thread, even if the thread that removed it never touches the
-    /// pool again.
+    /// onto `from`'s free list, or else pushes the epoch if batches are
+    /// waiting for it. Returns whether it pushed the epoch (which flushed
+    /// this thread's bag). Run once per `SWEEP_EVERY_POPS` inserts and
+    /// `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed value
+    /// is dropped after a bounded number of later inserts or removes on any
+    /// thread, even if the thread that removed it never touches the pool
+    /// again.
     #[cold]
     #[inline(never)]
-    fn sweep(&self, from: StripeIndex, turn: u32, push_epoch: bool) {
+    fn sweep(&self, from: StripeIndex, turn: u32) -> bool {
         let target = self.stripes.sweep_target(from, turn);
         let stripe = &self.stripes[target];
         let word = stripe.removals.word();
@@ -474,11 +475,13 @@ impl<T> RawPool<T> {
             pushed = self.reclaimer.adopt([target]);
         }
         if self.reclaimer.has_ready(target) && self.reclaim_into(target, from) {
-            return;
+            return pushed;
         }
-        if push_epoch && !pushed && self.reclaimer.in_flight() > 0 {
+        if !pushed && self.reclaimer.in_flight() > 0 {
             self.reclaimer.advance_epoch();
+            pushed = true;
         }
+        pushed
     }
 
     /// Seals every stripe's partial batch, pushes the epoch until every
@@ -565,7 +568,7 @@ impl<T> RawPool<T> {
             let (first, count) = free.pop_run(&self.storage, want)?;
             let pops = free.pops();
             if pops % SWEEP_EVERY_POPS < count {
-                self.sweep(stripe, pops / SWEEP_EVERY_POPS, true);
+                self.sweep(stripe, pops / SWEEP_EVERY_POPS);
             }
             Some(Run::Popped { next: first, count })
         };
@@ -664,8 +667,10 @@ impl<T> RawPool<T> {
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch) {
         self.reclaimer.defer(home, batch);
         let seals = self.stripes[home].removals.removals() / self.config.batch;
-        if seals % SWEEP_EVERY_SEALS == 0 {
-            self.sweep(home, seals / SWEEP_EVERY_SEALS, true);
+        // The flush is what takes this thread's markers to the global queue,
+        // so it happens whatever the sweep found.
+        if seals % SWEEP_EVERY_SEALS == 0 && !self.sweep(home, seals / SWEEP_EVERY_SEALS) {
+            self.reclaimer.advance_epoch();
         }
     }
 
