@@ -416,7 +416,7 @@ impl<T> RawPool<T> {
     /// Reclaims ready batches from any stripe onto the home stripe, and pops.
     fn reclaim_any(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         for stripe in self.stripes.all_from(home) {
-            if self.reclaimer.has_ready(stripe) && self.reclaim_into(stripe, home) {
+            if self.reclaim_into(stripe, home) {
                 if let Some(found) = self.pop_from(home) {
                     return Some(found);
                 }
@@ -474,7 +474,7 @@ impl<T> RawPool<T> {
             }
             pushed = self.reclaimer.adopt([target]);
         }
-        if self.reclaimer.has_ready(target) && self.reclaim_into(target, from) {
+        if self.reclaim_into(target, from) {
             return pushed;
         }
         if !pushed && self.reclaimer.in_flight() > 0 {

@@ -62,13 +62,6 @@ struct StripeBatches {
 }
 
 impl StripeBatches {
-    /// Whether a batch past its grace period may be on the sealed list (a
-    /// hint: Relaxed loads).
-    #[inline]
-    fn looks_ready(&self) -> bool {
-        self.graced.load(Ordering::Relaxed) > self.taken.load(Ordering::Relaxed)
-    }
-
     /// Puts batches on the sealed list, `lowest` the lowest number among
     /// them, and lowers `taken` below it.
     ///
@@ -213,6 +206,14 @@ impl Reclaimer {
         self.seal(stripe, batch)
     }
 
+    /// For the loom models: whether `reclaim_ready` would take the list
+    /// (`graced > taken`).
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn has_ready(&self, stripe: StripeIndex) -> bool {
+        let batches = &self.header.stripes[stripe.get()];
+        batches.graced.load(Ordering::Relaxed) > batches.taken.load(Ordering::Relaxed)
+    }
+
     #[cfg(all(test, handle_pool_loom))]
     pub(crate) fn grace_as_adopter(&self, stripe: StripeIndex) {
         let count = self.header.stripes[stripe.get()]
@@ -253,15 +254,11 @@ impl Reclaimer {
             .sum()
     }
 
-    /// Whether `stripe` has sealed batches not yet reclaimed (a hint).
-    #[inline]
-    pub(crate) fn has_ready(&self, stripe: StripeIndex) -> bool {
-        self.header.stripes[stripe.get()].looks_ready()
-    }
-
     /// Reclaims every batch of `stripe` past its grace period: drops the
     /// values and vacates the slots, and returns the free ones as one chain
-    /// for the caller to push. The others go back on the sealed list.
+    /// for the caller to push. The others go back on the sealed list. Costs
+    /// two loads when nothing is past its grace period (`graced <= taken`),
+    /// so callers need no check of their own.
     /// Batches of an earlier era are discarded unread. A value's `Drop`
     /// panicking here is discarded.
     pub(crate) fn reclaim_ready<T>(
@@ -357,7 +354,7 @@ struct SealedNode {
     next: AtomicPtr<SealedNode>,
 }
 
-/// A stack of sealed batches: push one, take all (so no ABA).
+/// A stack of sealed batches: push a chain, take all (so no ABA).
 struct BatchList {
     head: AtomicPtr<SealedNode>,
 }
