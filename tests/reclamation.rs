@@ -315,3 +315,85 @@ fn capacity_after_churn_at_two_threads_stays_within_the_bound() {
         "capacity over the bound {bound} in {ATTEMPTS} runs in a row ({runs:?}) after {PAIRS} churn pairs on each of {threads} threads"
     );
 }
+
+/// A thread leaves 10,000 free slots on its stripe and idles; another
+/// inserts 10,000 values. The idle thread's slots are nobody's next
+/// inserts, so the inserter takes them before it grows.
+#[test]
+fn an_idle_threads_free_slots_are_used_before_growing() {
+    let _serial = serial();
+    const N: u64 = 10_000;
+    let pool: HandlePool<u64> = HandlePool::new();
+    let (freed_tx, freed_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let pool = &pool;
+        let idle = s.spawn(move || {
+            let handles = pool.insert_many(0..N);
+            assert_eq!(pool.remove_many(&handles), N as usize);
+            // Every removed slot is now free on this thread's stripe.
+            pool.flush();
+            freed_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        });
+        freed_rx.recv().unwrap();
+        let used = pool.slots_used();
+        for value in 0..N {
+            pool.insert(value);
+        }
+        go_tx.send(()).unwrap();
+        // Joined explicitly: ThreadSanitizer cannot see the scope's own wait.
+        idle.join().unwrap();
+        assert_eq!(pool.len(), N as usize);
+        assert!(
+            pool.slots_used() <= used + 64,
+            "{} slots used for {N} values, with {used} free on an idle thread's stripe",
+            pool.slots_used()
+        );
+    });
+}
+
+/// One thread only inserts, and hands each handle to another that only
+/// removes, with at most 256 in the channel. The removed slots land on the
+/// remover's stripe, which never pops: the inserter must take them from
+/// there rather than grow, and capacity stays within the bound.
+/// Threads are no more than cores; a run over the bound is repeated, as in
+/// `capacity_after_churn_at_two_threads_stays_within_the_bound`.
+#[test]
+fn producer_and_consumer_on_two_threads_stay_within_the_bound() {
+    let _serial = serial();
+    const IN_FLIGHT: usize = 256;
+    const VALUES: u64 = 1_000_000;
+    const ATTEMPTS: usize = 3;
+    // At most the channel's 256, one held by each thread, and one being sent.
+    let bound = 4 * (IN_FLIGHT + 3) + 1024;
+    let mut runs = Vec::new();
+    for _ in 0..ATTEMPTS {
+        let pool: HandlePool<u64> = HandlePool::new();
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        thread::scope(|s| {
+            let pool = &pool;
+            let consumer = s.spawn(move || {
+                for handle in rx {
+                    assert!(pool.remove(handle));
+                }
+            });
+            for value in 0..VALUES {
+                tx.send(pool.insert(value)).unwrap();
+            }
+            drop(tx);
+            consumer.join().unwrap();
+        });
+        assert!(pool.is_empty());
+        let capacity = pool.capacity();
+        eprintln!(
+            "capacity {capacity} (slots used {}), bound {bound}",
+            pool.slots_used()
+        );
+        runs.push(capacity);
+        if capacity <= bound {
+            return;
+        }
+    }
+    panic!("capacity over the bound {bound} in {ATTEMPTS} runs in a row ({runs:?}) with one producer and one consumer");
+}
