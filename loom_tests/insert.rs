@@ -41,10 +41,11 @@ fn inserts_racing_for_one_free_slot_take_distinct_slots() {
     .check("inserts_racing_for_one_free_slot_take_distinct_slots");
 }
 
-/// Two stripes: the removed slot's batch is released on stripe 0. The
-/// spawned thread's home is stripe 1, so it must reclaim it from stripe 0
-/// (or steal the slot) while the main thread reclaims it at home; the slot
-/// is used once, never stranded nor shared.
+/// Two stripes: the removed slot's batch is released on stripe 0, which is
+/// quiet. The spawned thread's home is stripe 1, so it reclaims it from
+/// stripe 0 while the main thread reclaims it at home (after which stripe 0
+/// is busy, and the spawned thread grows instead); the slot is used once,
+/// never stranded nor shared.
 #[test]
 fn insert_reclaims_a_batch_released_on_another_stripe() {
     let stolen = Reached::default();
@@ -61,6 +62,10 @@ fn insert_reclaims_a_batch_released_on_another_stripe() {
             r.insert(pool, 0);
             r.remove(pool, 0);
             super::harness::collect_garbage();
+            // Two notes with no insert between: stripe 0 is quiet until
+            // its next insert, so the other stripe may take its slots.
+            pool.note_inserts();
+            pool.note_inserts();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -246,7 +251,7 @@ fn insert_many_racing_inserts_pops_disjoint_slots() {
 }
 
 /// Two stripes, batches of one, one fresh slot at a time. Slot 0's batch is
-/// ready on stripe 0. Thread A (stripe 0) removes a value, deferring a
+/// ready on stripe 0, which is quiet. Thread A (stripe 0) removes a value, deferring a
 /// second batch there, and inserts, reclaiming its own ready list; thread B
 /// (stripe 1, empty) inserts at the same time, so it pops stripe 0's free
 /// list or reclaims stripe 0's ready list from its slow path. The two get
@@ -269,6 +274,9 @@ fn insert_steals_another_stripes_ready_batch_against_its_owner() {
             r.insert(pool, 1);
             r.remove(pool, 0);
             collect_garbage();
+            // Stripe 0 quiet until its next insert (see above).
+            pool.note_inserts();
+            pool.note_inserts();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -307,4 +315,69 @@ fn insert_steals_another_stripes_ready_batch_against_its_owner() {
     .check("insert_steals_another_stripes_ready_batch_against_its_owner");
     stolen.assert("the thread on the other stripe got the ready slot");
     at_home.assert("the owner got its own ready slot");
+}
+
+/// Two stripes, batches of two. Slots 0 and 1 are free on stripe 0, which
+/// is quiet. The spawned thread (stripe 1, empty) inserts, moving a run off
+/// stripe 0's free list to its own and popping it, while the main thread
+/// (stripe 0) inserts, popping the same list. The two get distinct slots;
+/// a slot the move took is not also popped by the owner, nor lost: once
+/// everything is flushed (and both stripes are quiet), every slot handed
+/// out is live or reusable without growing, and the length counts each
+/// insert once.
+#[test]
+fn insert_moves_a_quiet_stripes_free_slots_against_its_owner() {
+    let moved = Reached::default();
+    let m = moved.clone();
+    Model {
+        config: Config {
+            stripes: 2,
+            ..Config::tiny(8, 2)
+        },
+        values: 6,
+        setup: setup(|pool, r| {
+            // The main thread's stripe is 0 (it is the first to ask).
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+            r.remove(pool, 0);
+            r.remove(pool, 1);
+            // Slots 0 and 1 onto stripe 0's free list.
+            r.flush(pool);
+            pool.note_inserts();
+            pool.note_inserts();
+        }),
+        threads: vec![
+            // Spawned: stripe 1, empty.
+            step(|pool, r| {
+                r.insert(pool, 3);
+            }),
+            // Main: stripe 0, owner of the free slots.
+            step(|pool, r| {
+                r.insert(pool, 4);
+            }),
+        ],
+        teardown: teardown(move |pool, r| {
+            let (mover, owner) = (r.handle(3), r.handle(4));
+            assert_ne!(mover.index(), owner.index(), "distinct slots");
+            if mover.index() < 2 {
+                m.mark();
+            }
+            assert_eq!(r.len(pool), 3, "each insert counted once");
+            r.flush(pool);
+            // A free slot may be on either stripe; with both quiet, this
+            // thread takes one from the other before it grows.
+            pool.note_inserts();
+            pool.note_inserts();
+            let used = pool.slots_used();
+            assert!(used <= 4, "used {used}");
+            for id in 5..5 + (used - 3) as u32 {
+                r.insert(pool, id);
+            }
+            assert_eq!(pool.slots_used(), used, "a free slot was lost");
+            r.observe_all(pool);
+        }),
+    }
+    .check("insert_moves_a_quiet_stripes_free_slots_against_its_owner");
+    moved.assert("the thread on the other stripe got a moved slot");
 }

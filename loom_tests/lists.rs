@@ -1,5 +1,6 @@
 //! The lists alone, over a tiny storage, without the pool around them: pops
-//! and pushes racing on a free list; a sealed list's push racing a take.
+//! and pushes racing on a free list; a run moved between stripes racing a
+//! pop; a sealed list's push racing a take.
 
 use loom::sync::Arc;
 use loom::thread;
@@ -67,6 +68,62 @@ fn free_list_pop_push_race() {
         everywhere.sort_unstable();
         assert_eq!(everywhere, [0, 1, 2], "each slot exactly once");
     });
+}
+
+/// Three free slots on the owner's stripe. The owner pops one (an insert)
+/// while another thread moves a run of up to three to its own stripe. In
+/// every execution each slot ends exactly once either popped by the owner,
+/// or on one of the two lists; the length counts the owner's pop and not
+/// the move; the move takes what the pop left.
+#[test]
+fn a_run_moved_between_stripes_races_the_owners_pop() {
+    let moved_all = Reached::default();
+    let seen = moved_all.clone();
+    loom::model(move || {
+        let storage = Arc::new(Storage::<u32>::new(0));
+        storage.ensure(0, SLOTS);
+        for index in 0..SLOTS {
+            let link = if index + 1 == SLOTS { NIL } else { index + 1 };
+            let word = SlotWord::free(1, link).to_bits();
+            storage.slot(index).word.store(word, Ordering::Relaxed);
+        }
+        let stripes = Arc::new(Stripes::new(2));
+        let owner = stripes.home();
+        let mover = stripes.others(owner).next().expect("two stripes");
+        let chain = Chain {
+            first: 0,
+            last: SLOTS - 1,
+        };
+        stripes[owner].free.push(&storage, chain);
+
+        let (stripes2, storage2) = (Arc::clone(&stripes), Arc::clone(&storage));
+        let popper =
+            thread::spawn(move || stripes2[owner].free.pop(&storage2).map(|(index, ..)| index));
+        assert!(stripes.move_run(&storage, owner, mover, SLOTS));
+        let popped = popper.join().unwrap();
+
+        assert_eq!(
+            stripes.len_sum(),
+            u32::from(popped.is_some()),
+            "the pop is an insert, the move is not"
+        );
+        let drain = |stripe| {
+            std::iter::from_fn(|| stripes[stripe].free.pop(&storage).map(|(index, ..)| index))
+                .collect::<Vec<_>>()
+        };
+        let (left, moved) = (drain(owner), drain(mover));
+        assert!(
+            left.is_empty(),
+            "the move took everything the pop left: {left:?}"
+        );
+        if moved.len() == SLOTS as usize {
+            seen.mark();
+        }
+        let mut everywhere: Vec<u32> = popped.into_iter().chain(moved).collect();
+        everywhere.sort_unstable();
+        assert_eq!(everywhere, [0, 1, 2], "each slot exactly once");
+    });
+    moved_all.assert("the move ran before the pop and took all three");
 }
 
 /// A sealer numbers a batch and pushes it onto its stripe's sealed list

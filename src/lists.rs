@@ -20,7 +20,7 @@ const fn low(word: u64) -> u32 {
 }
 
 /// A chain of slots linked through their words, `first` to `last`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Chain {
     pub(crate) first: u32,
     pub(crate) last: u32,
@@ -100,13 +100,13 @@ impl FreeList {
 
     /// Pops up to `max` free slots at once: walks that many links from the
     /// head and swings the head past them with one CAS, raising the tag by
-    /// the number taken (each is an insert). Returns the first slot and the
-    /// count; the caller owns the run, linked through the slot words.
+    /// the number taken. Returns the run and its length; the caller owns
+    /// the run, linked `first` → … → `last` through the slot words.
     ///
     /// ABA-safe for the same reason as `pop`: the CAS succeeds only if head
     /// and tag are unchanged, so no pop happened since the head was read and
     /// no slot of the walked run can have moved.
-    pub(crate) fn pop_run<T>(&self, storage: &Storage<T>, max: u32) -> Option<(u32, u32)> {
+    pub(crate) fn pop_run<T>(&self, storage: &Storage<T>, max: u32) -> Option<(Chain, u32)> {
         // Acquire: as in `pop`; it also covers the links of every slot below
         // the head (earlier pushes are in the head's release sequence).
         let mut head = self.word.load(Ordering::Acquire);
@@ -116,7 +116,7 @@ impl FreeList {
                 return None;
             }
             let mut count = 0;
-            let mut next = first;
+            let (mut last, mut next) = (first, first);
             while count < max && next != NIL {
                 // A stale link (the slot was popped meanwhile) can name a slot
                 // whose bucket another thread has reserved but not allocated
@@ -124,6 +124,7 @@ impl FreeList {
                 let Some(slot) = storage.get(next) else {
                     break;
                 };
+                last = next;
                 // Relaxed: as in `pop`; a stale link only makes the CAS fail.
                 next = SlotWord::from_bits(slot.word.load(Ordering::Relaxed)).link();
                 count += 1;
@@ -138,7 +139,7 @@ impl FreeList {
                 .word
                 .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
             {
-                Ok(_) => return Some((first, count)),
+                Ok(_) => return Some((Chain { first, last }, count)),
                 Err(actual) => head = actual,
             }
         }

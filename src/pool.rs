@@ -395,6 +395,12 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.len()
     }
 
+    /// For the loom models: see `RawPool::note_inserts`.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn note_inserts(&self) {
+        self.raw.note_inserts();
+    }
+
     /// Whether [`len`](Self::len) is 0.
     ///
     /// ```

@@ -33,6 +33,15 @@ const SWEEP_EVERY_SEALS: u32 = 4;
 /// live; 16, about 100 thousand; 64, 16–25 thousand).
 const BEHIND_ROUNDS: usize = 64;
 
+/// Which other stripes an insert may take reusable slots from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// Only quiet ones (see [`Stripe::is_quiet`](crate::stripe::Stripe::is_quiet)).
+    QuietOnly,
+    /// Any, busy ones included.
+    Any,
+}
+
 /// Where a batch insert puts the handles it makes.
 pub(crate) trait HandleSink {
     /// Room for `additional` more handles is about to be needed.
@@ -125,6 +134,15 @@ impl<T> RawPool<T> {
     /// Number of slots in allocated buckets.
     pub(crate) fn capacity(&self) -> usize {
         self.storage.capacity()
+    }
+
+    /// For the loom models, which cannot run the 1,024 pops between two
+    /// notes: notes every stripe's inserts now (see [`Stripe::is_quiet`]).
+    ///
+    /// [`Stripe::is_quiet`]: crate::stripe::Stripe::is_quiet
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn note_inserts(&self) {
+        self.stripes.note_inserts();
     }
 
     /// The sum of the stripes' length shares: exact when no operation is in
@@ -309,8 +327,9 @@ impl<T> RawPool<T> {
         Ok(())
     }
 
-    /// Takes a `FREE` slot for an insert: from the home stripe, else from any
-    /// other stripe, else fresh; `None` when the pool is full.
+    /// Takes a `FREE` slot for an insert: from the home stripe, else from
+    /// another stripe or fresh (see `acquire_slow`); `None` when the pool is
+    /// full.
     #[inline]
     fn acquire(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         if let Some(found) = self.pop_from(home) {
@@ -326,7 +345,7 @@ impl<T> RawPool<T> {
     /// waiting for the epoch, one push of the epoch. That touches no other
     /// stripe's cache line, so under churn every thread recycles its own
     /// slots without pulling the others' lines away from them. Only then the
-    /// other stripes: their free lists and ready batches.
+    /// other stripes, quiet ones first (see the `stripe` module docs).
     #[cold]
     fn acquire_slow(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         if let Some(found) = self.find_reusable(home) {
@@ -359,33 +378,72 @@ impl<T> RawPool<T> {
                 }
             }
         }
-        for other in self.stripes.others(home) {
-            if !self.stripes[other].free.looks_empty() {
-                if let Some(found) = self.pop_from(other) {
-                    return Some(found);
-                }
-            }
-        }
-        if let Some(found) = self.reclaim_any(home) {
+        // A quiet stripe's slots are nobody's next inserts: take them.
+        if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
             return Some(found);
+        }
+        // A busy stripe keeps its slots: they are its owner's next inserts,
+        // and taking them interleaves two running threads' slots in memory,
+        // which slows every later operation on both (BENCHES.md, "Why churn
+        // does not scale"). Growing a little costs less, until reclamation
+        // is behind.
+        if !self.reclamation_is_behind() {
+            return None;
         }
         // Growing now would be growth the live count does not explain, while
         // removed slots wait for an epoch that a thread preempted while
-        // pinned may be holding back for a whole time slice. Give the CPU
-        // away a few times, so that thread can run and unpin, looking again
-        // each time; then go on and grow (no waiting on anyone for long).
+        // pinned may be holding back for a whole time slice, or sit in the
+        // hands of a thread preempted while it reclaims them (nothing in
+        // flight then, and nothing to see). Give the CPU away a few times,
+        // so that thread can run, looking again each time.
         for _ in 0..BEHIND_ROUNDS {
-            if self.reclaimer.in_flight() == 0 || !self.reclamation_is_behind() {
-                break;
-            }
+            // Notes on both sides of the yield: a stripe nobody inserted
+            // through while this thread was off the CPU is quiet (its
+            // threads are idle or preempted too), and taken from below,
+            // without waiting for the next regular note.
+            self.stripes.note_inserts();
             yield_now();
+            self.stripes.note_inserts();
             // Adopting every stripe's batches as well: their markers may
             // wait in the bags of threads that seal rarely or were preempted.
             if !self.reclaimer.adopt(self.stripes.all_from(home)) {
                 self.reclaimer.advance_epoch();
             }
-            if let Some(found) = self.reclaim_any(home) {
+            if self.reclaim_into(home, home) {
+                if let Some(found) = self.pop_from(home) {
+                    return Some(found);
+                }
+            }
+            if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
                 return Some(found);
+            }
+            if !self.reclamation_is_behind() {
+                return None;
+            }
+        }
+        // Still behind: busy stripes' slots too, rather than grow.
+        self.take_from_others(home, Take::Any)
+    }
+
+    /// Moves reusable slots of another stripe to `home` and pops one there:
+    /// a run off its free list, else its ready batches.
+    fn take_from_others(&self, home: StripeIndex, take: Take) -> Option<Acquired<'_, T>> {
+        for other in self.stripes.others(home) {
+            let has_free = !self.stripes[other].free.looks_empty();
+            if !has_free && !self.reclaimer.has_ready(other) {
+                continue;
+            }
+            if take == Take::QuietOnly && !self.stripes[other].is_quiet() {
+                continue;
+            }
+            let moved = has_free
+                && self
+                    .stripes
+                    .move_run(&self.storage, other, home, self.config.batch);
+            if moved || self.reclaim_into(other, home) {
+                if let Some(found) = self.pop_from(home) {
+                    return Some(found);
+                }
             }
         }
         None
@@ -413,18 +471,6 @@ impl<T> RawPool<T> {
         reclaimed.found
     }
 
-    /// Reclaims ready batches from any stripe onto the home stripe, and pops.
-    fn reclaim_any(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
-        for stripe in self.stripes.all_from(home) {
-            if self.reclaim_into(stripe, home) {
-                if let Some(found) = self.pop_from(home) {
-                    return Some(found);
-                }
-            }
-        }
-        None
-    }
-
     /// Whether growing now would be growth the live count does not explain:
     /// more than twice the live values plus 512 slots are already in use,
     /// half the bound the pool promises (`4 × live + 1024`), so that what
@@ -437,7 +483,7 @@ impl<T> RawPool<T> {
     fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
         let (index, slot, word, pops) = self.stripes[stripe].free.pop(&self.storage)?;
         if pops % SWEEP_EVERY_POPS == 0 {
-            self.sweep(stripe, pops / SWEEP_EVERY_POPS);
+            self.sweep_on_pops(stripe, pops / SWEEP_EVERY_POPS);
         }
         Some(Acquired {
             index,
@@ -446,14 +492,29 @@ impl<T> RawPool<T> {
         })
     }
 
+    /// The sweep due once per `SWEEP_EVERY_POPS` pops of a stripe. It also
+    /// notes every stripe's inserts, for [`Stripe::is_quiet`]: not on the
+    /// sweeps due to seals, which come about four times as often under
+    /// churn, because each note reads and writes every busy stripe's line
+    /// (noting there too cost 2-thread churn a fifth of its rate).
+    ///
+    /// [`Stripe::is_quiet`]: crate::stripe::Stripe::is_quiet
+    #[cold]
+    #[inline(never)]
+    fn sweep_on_pops(&self, stripe: StripeIndex, turn: u32) {
+        self.stripes.note_inserts();
+        self.sweep(stripe, turn);
+    }
+
     /// Keeps reclamation going whatever the pool's traffic: visits one
     /// stripe (every stripe in turn, round-robin from `from`). If nobody
     /// removed from it since the last visit, seals its partial removal batch
     /// and adopts its sealed batches (defers grace markers for them here and
     /// flushes: its owner may have gone idle with its own markers in its
     /// local bag). Then reclaims the stripe's batches past their grace period
-    /// onto `from`'s free list, or else pushes the epoch if batches are
-    /// waiting for it. Returns whether it pushed the epoch (which flushed
+    /// (onto `from`'s free list if the stripe is quiet, else back onto its
+    /// own, which its owner is about to pop), or else pushes the epoch if
+    /// batches are waiting for it. Returns whether it pushed the epoch (which flushed
     /// this thread's bag). Run once per `SWEEP_EVERY_POPS` inserts and
     /// `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed value
     /// is dropped after a bounded number of later inserts or removes on any
@@ -474,7 +535,7 @@ impl<T> RawPool<T> {
             }
             pushed = self.reclaimer.adopt([target]);
         }
-        if self.reclaim_into(target, from) {
+        if (target == from || stripe.is_quiet()) && self.reclaim_into(target, from) {
             return pushed;
         }
         if !pushed && self.reclaimer.in_flight() > 0 {
@@ -557,33 +618,27 @@ impl<T> RawPool<T> {
 
     /// Claims up to `want` slots (at least one) for a batch insert, from
     /// the same sources as a single insert and in the same order: a run off
-    /// the home stripe's free list (after reclaiming its ready batches), a
-    /// run off another stripe's, one slot from anywhere else reusable, a
+    /// the home stripe's free list (after reclaiming its ready batches),
+    /// one slot from anywhere else reusable (`find_reusable`, which moves a
+    /// run from another stripe to the home stripe, for the next claim), a
     /// block of consecutive fresh slots, and at the limit whatever
     /// `last_resort` finds. `None` when full.
     fn claim(&self, home: StripeIndex, want: u32) -> Option<Claimed<'_, T>> {
         let want = want.max(1);
-        let popped = |stripe: StripeIndex| {
-            let free = &self.stripes[stripe].free;
-            let (first, count) = free.pop_run(&self.storage, want)?;
+        let popped = || {
+            let free = &self.stripes[home].free;
+            let (run, count) = free.pop_run(&self.storage, want)?;
             let pops = free.pops();
             if pops % SWEEP_EVERY_POPS < count {
-                self.sweep(stripe, pops / SWEEP_EVERY_POPS);
+                self.sweep_on_pops(home, pops / SWEEP_EVERY_POPS);
             }
-            Some(Run::Popped { next: first, count })
+            Some(Run::Popped {
+                next: run.first,
+                count,
+            })
         };
-        let run = popped(home)
-            .or_else(|| {
-                self.reclaim_into(home, home)
-                    .then(|| popped(home))
-                    .flatten()
-            })
-            .or_else(|| {
-                self.stripes
-                    .others(home)
-                    .filter(|&other| !self.stripes[other].free.looks_empty())
-                    .find_map(popped)
-            })
+        let run = popped()
+            .or_else(|| self.reclaim_into(home, home).then(popped).flatten())
             .or_else(|| {
                 let single = self.find_reusable(home)?;
                 Some(Run::Popped {

@@ -206,9 +206,9 @@ impl Reclaimer {
         self.seal(stripe, batch)
     }
 
-    /// For the loom models: whether `reclaim_ready` would take the list
-    /// (`graced > taken`).
-    #[cfg(all(test, handle_pool_loom))]
+    /// Whether `reclaim_ready` would take the stripe's sealed list
+    /// (`graced > taken`): a hint, for callers choosing among stripes.
+    #[inline]
     pub(crate) fn has_ready(&self, stripe: StripeIndex) -> bool {
         let batches = &self.header.stripes[stripe.get()];
         batches.graced.load(Ordering::Relaxed) > batches.taken.load(Ordering::Relaxed)

@@ -3,6 +3,7 @@
 use crossbeam_utils::CachePadded;
 
 use crate::lists::{FreeList, RemovalBatch};
+use crate::storage::Storage;
 use crate::sync::{thread_stripe_hint, AtomicIsize, AtomicU64, Ordering};
 
 /// One stripe (see the module docs).
@@ -10,10 +11,21 @@ pub(crate) struct Stripe {
     pub(crate) free: FreeList,
     pub(crate) removals: RemovalBatch,
     corrections: AtomicIsize,
+    /// Slots other threads moved off the free list ([`Stripes::move_run`]),
+    /// mod 2^32: the pops minus these are the stripe's inserts.
+    moved_out: AtomicU64,
     /// The removal batch's word when a sweep last looked (see `raw`'s
     /// `sweep`): a batch unchanged between two looks is sealed.
     swept: AtomicU64,
+    /// The inserts at the last note ([`Stripes::note_inserts`]).
+    noted_inserts: AtomicU64,
+    /// The inserts, if the last note found none since the note before;
+    /// else `NOT_QUIET`: see [`Stripe::is_quiet`].
+    quiet_at: AtomicU64,
 }
+
+/// `quiet_at` when the last note saw inserts (no `u32` count equals it).
+const NOT_QUIET: u64 = u64::MAX;
 
 impl Stripe {
     fn new() -> Self {
@@ -21,8 +33,19 @@ impl Stripe {
             free: FreeList::new(),
             removals: RemovalBatch::new(),
             corrections: AtomicIsize::new(0),
+            moved_out: AtomicU64::new(0),
             swept: AtomicU64::new(0),
+            noted_inserts: AtomicU64::new(0),
+            quiet_at: AtomicU64::new(NOT_QUIET),
         }
+    }
+
+    /// Inserts through this stripe so far, mod 2^32: every insert pops
+    /// once, and a move pops without inserting.
+    #[inline]
+    fn inserts(&self) -> u32 {
+        let moved_out = self.moved_out.load(Ordering::Relaxed) as u32;
+        self.free.pops().wrapping_sub(moved_out)
     }
 
     /// Notes that a sweep sees the removal batch's word `word`; returns
@@ -32,12 +55,31 @@ impl Stripe {
         self.swept.swap(word, Ordering::Relaxed) == word
     }
 
+    /// Notes the inserts so far: quiet, until the next insert, if there
+    /// were none since the previous note.
+    fn note_inserts(&self) {
+        let inserts = u64::from(self.inserts());
+        let idle = self.noted_inserts.swap(inserts, Ordering::Relaxed) == inserts;
+        let quiet_at = if idle { inserts } else { NOT_QUIET };
+        self.quiet_at.store(quiet_at, Ordering::Relaxed);
+    }
+
+    /// Whether nobody has inserted through this stripe between the last
+    /// two notes ([`Stripes::note_inserts`]) nor since: its threads are
+    /// idle, preempted or only remove, so its free slots and ready batches
+    /// are nobody's next inserts, and another thread may take them without
+    /// pulling away lines a running owner is about to use. Slots moved off
+    /// are not inserts. A hint (Relaxed loads): it may change at once.
+    #[inline]
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.quiet_at.load(Ordering::Relaxed) == u64::from(self.inserts())
+    }
+
     /// This stripe's share of the length, mod 2^32 (see the module docs).
     #[inline]
     pub(crate) fn len_share(&self) -> u32 {
         let corrections = self.corrections.load(Ordering::Relaxed) as u32;
-        self.free
-            .pops()
+        self.inserts()
             .wrapping_sub(self.removals.removals())
             .wrapping_add(corrections)
     }
@@ -78,6 +120,36 @@ impl Stripes {
                 .map(|_| CachePadded::new(Stripe::new()))
                 .collect(),
         }
+    }
+
+    /// Notes every stripe's inserts so far, for [`Stripe::is_quiet`]: done
+    /// once per `SWEEP_EVERY_POPS` pops of any stripe (see `raw`), so an
+    /// idle stripe is found quiet within about two of those intervals.
+    pub(crate) fn note_inserts(&self) {
+        for stripe in self.stripes.iter() {
+            stripe.note_inserts();
+        }
+    }
+
+    /// Moves up to `max` slots from `from`'s free list to `into`'s, for a
+    /// thread whose own stripe ran dry; returns whether it moved any. A
+    /// move is not an insert: `from` counts the run as moved out, so no
+    /// share of the length changes, and a quiet stripe stays quiet.
+    pub(crate) fn move_run<T>(
+        &self,
+        storage: &Storage<T>,
+        from: StripeIndex,
+        into: StripeIndex,
+        max: u32,
+    ) -> bool {
+        let Some((run, count)) = self[from].free.pop_run(storage, max) else {
+            return false;
+        };
+        self[from]
+            .moved_out
+            .fetch_add(u64::from(count), Ordering::Relaxed);
+        self[into].free.push(storage, run);
+        true
     }
 
     /// The calling thread's stripe.

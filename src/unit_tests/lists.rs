@@ -55,13 +55,19 @@ fn pop_run_takes_exactly_max_and_counts_each_pop() {
     list.push(&storage, free_chain(&storage, &[7, 1, 6, 2, 5]));
     assert_eq!(list.pop_run(&storage, 0), None);
     assert_eq!(list.pops(), 0);
-    assert_eq!(list.pop_run(&storage, 3), Some((7, 3)));
+    assert_eq!(
+        list.pop_run(&storage, 3),
+        Some((Chain { first: 7, last: 6 }, 3))
+    );
     assert_eq!(list.pops(), 3);
     // The run is linked through the slot words: 7 → 1 → 6.
     let link = |index| SlotWord::from_bits(storage.slot(index).word.load(Ordering::Relaxed)).link();
     assert_eq!((link(7), link(1)), (1, 6));
     // Asking for more than is left takes what is left.
-    assert_eq!(list.pop_run(&storage, 10), Some((2, 2)));
+    assert_eq!(
+        list.pop_run(&storage, 10),
+        Some((Chain { first: 2, last: 5 }, 2))
+    );
     assert_eq!(list.pops(), 5);
     assert_eq!(list.pop_run(&storage, 1), None);
     assert!(list.pop(&storage).is_none());
