@@ -30,7 +30,8 @@ const SWEEP_EVERY_SEALS: u32 = 4;
 /// before it grows a pool whose reclamation is behind: enough for a thread
 /// preempted while pinned to run again when threads outnumber cores (4
 /// rounds let 32 threads on 2 cores reach 200–400 thousand slots for 2,048
-/// live; 16, about 100 thousand; 64, 16–25 thousand).
+/// live; 16, about 100 thousand; 64, 16–25 thousand, and 6 thousand since
+/// the rounds take quiet stripes' slots).
 const BEHIND_ROUNDS: usize = 64;
 
 /// Which other stripes an insert may take reusable slots from.
@@ -511,15 +512,17 @@ impl<T> RawPool<T> {
     /// removed from it since the last visit, seals its partial removal batch
     /// and adopts its sealed batches (defers grace markers for them here and
     /// flushes: its owner may have gone idle with its own markers in its
-    /// local bag). Then reclaims the stripe's batches past their grace period
-    /// (onto `from`'s free list if the stripe is quiet, else back onto its
-    /// own, which its owner is about to pop), or else pushes the epoch if
-    /// batches are waiting for it. Returns whether it pushed the epoch (which flushed
-    /// this thread's bag). Run once per `SWEEP_EVERY_POPS` inserts and
-    /// `SWEEP_EVERY_SEALS` sealed batches on each stripe, so a removed value
-    /// is dropped after a bounded number of later inserts or removes on any
-    /// thread, even if the thread that removed it never touches the pool
-    /// again.
+    /// local bag). Then, if the stripe is `from` itself or quiet, reclaims
+    /// its batches past their grace period onto `from`'s free list; a busy
+    /// stripe's batches are left to its own threads, since walking them
+    /// would pull their slots' lines away from the threads about to reuse
+    /// them. Else pushes the epoch if batches are waiting for it. Returns
+    /// whether it pushed the epoch (which flushed this thread's bag). Run
+    /// once per `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed
+    /// batches on each stripe, so a removed value is dropped after a bounded
+    /// number of later operations: its own stripe's sweeps reach it, and
+    /// once that stripe is quiet (the thread that removed it never touches
+    /// the pool again) any thread's sweep does.
     #[cold]
     #[inline(never)]
     fn sweep(&self, from: StripeIndex, turn: u32) -> bool {
