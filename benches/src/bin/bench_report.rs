@@ -68,8 +68,14 @@ impl Options {
                 )
             },
         };
+        let default_out = options.out.clone();
         if let Err(error) = options.read(args) {
             usage(&error.to_string());
+        }
+        // A report written elsewhere (a trial run) takes its chart along,
+        // so it never overwrites the repository's.
+        if options.out != default_out && options.chart == root.join("benches").join("chart.svg") {
+            options.chart = options.out.with_extension("svg");
         }
         if options.reps == 0 {
             options.reps = if options.quick { 3 } else { 5 };
@@ -122,8 +128,10 @@ usage: cargo run --release -p handle-pool-benches --bin bench_report -- [--quick
 
   --quick         smaller runs, without get_1M; 3 repetitions unless --reps
   --reps N        repetitions per cell (default 5, or 3 with --quick)
-  --out PATH      the report to write (default BENCHES.md at the repository root)
-  --chart PATH    the SVG chart to write (default benches/chart.svg)
+  --out PATH      the report to write (default BENCHES.md at the repository root);
+                  its sections from the heading `# Measured by hand` on are kept
+  --chart PATH    the SVG chart to write (default benches/chart.svg, or next to
+                  --out, named after it, when --out is given)
   --note TEXT     a note line for the report
   --only LIST     workloads to run, comma-separated: get_100k, get_1M, churn,
                   churn_window64, mixed, insert, hot
@@ -889,6 +897,21 @@ fn relative_to(path: &Path, base: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
+/// The heading that starts the report's hand-written part: the sections
+/// `bench_report` does not write, each with its own command.
+const HAND_WRITTEN: &str = "# Measured by hand";
+
+/// The hand-written part of the report at `path` (from the line
+/// [`HAND_WRITTEN`] on), kept when the report is written again.
+fn hand_written_sections(path: &Path) -> Option<String> {
+    let old = std::fs::read_to_string(path).ok()?;
+    let at = old
+        .match_indices(HAND_WRITTEN)
+        .map(|(at, _)| at)
+        .find(|&at| at == 0 || old[..at].ends_with('\n'))?;
+    Some(old[at..].to_string())
+}
+
 // ---------------------------------------------------------------- chart
 
 const COLOURS: [RGBColor; 10] = [
@@ -1078,7 +1101,11 @@ fn main() {
         Ok(()) => println!("\nwrote {}", options.chart.display()),
         Err(e) => eprintln!("\nchart failed: {e}"),
     }
-    let md = markdown(&results, &options, &info, &checks);
+    let mut md = markdown(&results, &options, &info, &checks);
+    if let Some(hand) = hand_written_sections(&options.out) {
+        md.push('\n');
+        md.push_str(&hand);
+    }
     std::fs::write(&options.out, md).expect("write the report");
     println!("wrote {}", options.out.display());
     if let Some(other) = info.other_cpu {
