@@ -15,6 +15,22 @@ use crate::sync::Ordering;
 
 const SLOTS: u32 = 3;
 
+/// A storage whose `SLOTS` slots are `FREE`, linked 0 → 1 → …, and that chain.
+fn free_slots() -> (Arc<Storage<u32>>, Chain) {
+    let storage = Arc::new(Storage::<u32>::new(0));
+    storage.ensure(0, SLOTS);
+    for index in 0..SLOTS {
+        let link = if index + 1 == SLOTS { NIL } else { index + 1 };
+        let word = SlotWord::free(1, link).to_bits();
+        storage.slot(index).word.store(word, Ordering::Relaxed);
+    }
+    let chain = Chain {
+        first: 0,
+        last: SLOTS - 1,
+    };
+    (storage, chain)
+}
+
 /// Pops one slot, and asserts the list had one.
 fn pop(list: &FreeList, storage: &Storage<u32>) -> u32 {
     list.pop(storage).expect("a free slot").0
@@ -27,21 +43,9 @@ fn pop(list: &FreeList, storage: &Storage<u32>) -> u32 {
 #[test]
 fn free_list_pop_push_race() {
     loom::model(|| {
-        let storage = Arc::new(Storage::<u32>::new(0));
-        storage.ensure(0, SLOTS);
-        for index in 0..SLOTS {
-            let link = if index + 1 == SLOTS { NIL } else { index + 1 };
-            let word = SlotWord::free(1, link).to_bits();
-            storage.slot(index).word.store(word, Ordering::Relaxed);
-        }
+        let (storage, chain) = free_slots();
         let list = Arc::new(FreeList::new());
-        list.push(
-            &storage,
-            Chain {
-                first: 0,
-                last: SLOTS - 1,
-            },
-        );
+        list.push(&storage, chain);
 
         let (list2, storage2) = (Arc::clone(&list), Arc::clone(&storage));
         let popper = thread::spawn(move || {
@@ -80,20 +84,10 @@ fn a_run_moved_between_stripes_races_the_owners_pop() {
     let moved_all = Reached::default();
     let seen = moved_all.clone();
     loom::model(move || {
-        let storage = Arc::new(Storage::<u32>::new(0));
-        storage.ensure(0, SLOTS);
-        for index in 0..SLOTS {
-            let link = if index + 1 == SLOTS { NIL } else { index + 1 };
-            let word = SlotWord::free(1, link).to_bits();
-            storage.slot(index).word.store(word, Ordering::Relaxed);
-        }
+        let (storage, chain) = free_slots();
         let stripes = Arc::new(Stripes::new(2));
         let owner = stripes.home();
         let mover = stripes.others(owner).next().expect("two stripes");
-        let chain = Chain {
-            first: 0,
-            last: SLOTS - 1,
-        };
         stripes[owner].free.push(&storage, chain);
 
         let (stripes2, storage2) = (Arc::clone(&stripes), Arc::clone(&storage));
