@@ -123,8 +123,9 @@ impl Stripes {
     }
 
     /// Notes every stripe's inserts so far, for [`Stripe::is_quiet`]: done
-    /// once per `SWEEP_EVERY_POPS` pops of any stripe (see `raw`), so an
-    /// idle stripe is found quiet within about two of those intervals.
+    /// once per `SWEEP_EVERY_POPS` pops of any stripe, and on both sides of
+    /// each back-pressure yield (see `raw`), so an idle stripe is found
+    /// quiet within about two of those intervals.
     pub(crate) fn note_inserts(&self) {
         for stripe in self.stripes.iter() {
             stripe.note_inserts();
