@@ -62,10 +62,9 @@ fn insert_reclaims_a_batch_released_on_another_stripe() {
             r.insert(pool, 0);
             r.remove(pool, 0);
             super::harness::collect_garbage();
-            // Two notes with no insert between: stripe 0 is quiet until
-            // its next insert, so the other stripe may take its slots.
-            pool.note_inserts();
-            pool.note_inserts();
+            // Stripe 0 is quiet until its next insert, so the other
+            // stripe may take its slots.
+            pool.quiet_stripes();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -275,8 +274,7 @@ fn insert_steals_another_stripes_ready_batch_against_its_owner() {
             r.remove(pool, 0);
             collect_garbage();
             // Stripe 0 quiet until its next insert (see above).
-            pool.note_inserts();
-            pool.note_inserts();
+            pool.quiet_stripes();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -344,8 +342,7 @@ fn insert_moves_a_quiet_stripes_free_slots_against_its_owner() {
             r.remove(pool, 1);
             // Slots 0 and 1 onto stripe 0's free list.
             r.flush(pool);
-            pool.note_inserts();
-            pool.note_inserts();
+            pool.quiet_stripes();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -367,8 +364,7 @@ fn insert_moves_a_quiet_stripes_free_slots_against_its_owner() {
             r.flush(pool);
             // A free slot may be on either stripe; with both quiet, this
             // thread takes one from the other before it grows.
-            pool.note_inserts();
-            pool.note_inserts();
+            pool.quiet_stripes();
             let used = pool.slots_used();
             assert!(used <= 4, "used {used}");
             for id in 5..5 + (used - 3) as u32 {

@@ -20,9 +20,8 @@ fn insert_racing_remove_of_another_handle() {
         values: 3,
         setup: setup(|pool, r| {
             r.insert(pool, 0);
-            // The remover's stripe (0) is quiet: no insert between notes.
-            pool.note_inserts();
-            pool.note_inserts();
+            // The remover's stripe (0) is quiet: it only removes from here on.
+            pool.quiet_stripes();
         }),
         threads: vec![
             step(|pool, r| {

@@ -395,10 +395,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.len()
     }
 
-    /// For the loom models: see `RawPool::note_inserts`.
+    /// For the loom models: see `RawPool::quiet_stripes`.
     #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn note_inserts(&self) {
-        self.raw.note_inserts();
+    pub(crate) fn quiet_stripes(&self) {
+        self.raw.quiet_stripes();
     }
 
     /// Whether [`len`](Self::len) is 0.
