@@ -299,21 +299,30 @@ fn capacity_after_churn_at_two_threads_stays_within_the_bound() {
     let _serial = serial();
     const WINDOW: usize = 64;
     const PAIRS: usize = 1_000_000;
-    const ATTEMPTS: usize = 3;
     let threads = 2;
     let bound = 4 * WINDOW * threads + 1024;
+    within_bound_in_one_of_three(
+        bound,
+        &format!("after {PAIRS} churn pairs on each of {threads} threads"),
+        || common::churn(threads, PAIRS, WINDOW, false),
+    );
+}
+
+/// Runs `run` (which returns capacity and slots used) until its capacity
+/// is within `bound`, at most three times, printing every run's figures;
+/// three runs in a row over it fail, with `what` in the message.
+fn within_bound_in_one_of_three(bound: usize, what: &str, mut run: impl FnMut() -> (usize, usize)) {
+    const ATTEMPTS: usize = 3;
     let mut runs = Vec::new();
     for _ in 0..ATTEMPTS {
-        let (capacity, used) = common::churn(threads, PAIRS, WINDOW, false);
+        let (capacity, used) = run();
         eprintln!("capacity {capacity} (slots used {used}), bound {bound}");
         runs.push(capacity);
         if capacity <= bound {
             return;
         }
     }
-    panic!(
-        "capacity over the bound {bound} in {ATTEMPTS} runs in a row ({runs:?}) after {PAIRS} churn pairs on each of {threads} threads"
-    );
+    panic!("capacity over the bound {bound} in {ATTEMPTS} runs in a row ({runs:?}) {what}");
 }
 
 /// A thread leaves 10,000 free slots on its stripe and idles; another
@@ -364,11 +373,9 @@ fn producer_and_consumer_on_two_threads_stay_within_the_bound() {
     let _serial = serial();
     const IN_FLIGHT: usize = 256;
     const VALUES: u64 = 1_000_000;
-    const ATTEMPTS: usize = 3;
     // At most the channel's 256, one held by each thread, and one being sent.
     let bound = 4 * (IN_FLIGHT + 3) + 1024;
-    let mut runs = Vec::new();
-    for _ in 0..ATTEMPTS {
+    within_bound_in_one_of_three(bound, "with one producer and one consumer", || {
         let pool: HandlePool<u64> = HandlePool::new();
         let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
         thread::scope(|s| {
@@ -385,15 +392,6 @@ fn producer_and_consumer_on_two_threads_stay_within_the_bound() {
             consumer.join().unwrap();
         });
         assert!(pool.is_empty());
-        let capacity = pool.capacity();
-        eprintln!(
-            "capacity {capacity} (slots used {}), bound {bound}",
-            pool.slots_used()
-        );
-        runs.push(capacity);
-        if capacity <= bound {
-            return;
-        }
-    }
-    panic!("capacity over the bound {bound} in {ATTEMPTS} runs in a row ({runs:?}) with one producer and one consumer");
+        (pool.capacity(), pool.slots_used())
+    });
 }
