@@ -7,6 +7,7 @@
 mod collect;
 mod config;
 mod error;
+mod guard;
 mod handle;
 mod iter;
 mod lists;
@@ -37,8 +38,8 @@ pub use collect::IntoIter;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub use config::Config;
-pub use crossbeam_epoch::{pin, Guard};
 pub use error::CapacityError;
+pub use guard::{pin, Guard};
 pub use handle::{Handle, PoolHandle, MAX_GENERATION, MAX_INDEX};
 pub use iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};
 #[cfg(feature = "rayon")]

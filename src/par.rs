@@ -8,7 +8,7 @@
 
 use core::marker::PhantomData;
 
-use crossbeam_epoch::Guard;
+use crate::Guard;
 use rayon::iter::plumbing::{
     bridge_unindexed, Consumer, Folder, Reducer, UnindexedConsumer, UnindexedProducer,
 };
@@ -27,14 +27,11 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// moment its slot was visited, and a value inserted or removed during
     /// the iteration may or may not be yielded; each slot is visited once.
     /// The references are protected by `guard`, on whichever thread they
-    /// are used: the guard is checked here, once, and stays borrowed (and so
+    /// are used: the guard stays borrowed (and so
     /// pinned) for as long as the iterator or any item lives. The iterator
     /// itself holds no guard, only the pool and a range of slots.
     ///
     /// Needs `T: Sync`, as sharing `&T` between threads does.
-    ///
-    /// # Panics
-    /// As [`get`](Self::get), for a guard that is not pinned by [`pin()`](crate::pin).
     ///
     /// ```
     /// use handle_pool::{pin, HandlePool};

@@ -3,7 +3,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use crossbeam_epoch::Guard;
+use crate::Guard;
 
 use crate::config::Config;
 use crate::error::CapacityError;
@@ -306,11 +306,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// lives as long as both the borrow of the pool and the guard; a value
     /// removed meanwhile is not dropped, nor its slot reused, until the guard
     /// is dropped.
-    ///
-    /// # Panics
-    /// If `guard` is not a pinned guard of the default collector (from
-    /// [`pin()`](crate::pin)): an unprotected guard or one of another collector
-    /// would not hold off reclamation.
+    /// The guard comes from [`pin()`](crate::pin), so it always holds
+    /// reclamation off: nothing is checked at run time.
     ///
     /// ```
     /// use handle_pool::{pin, HandlePool};
@@ -441,9 +438,6 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// slot was visited; a value inserted or removed during the iteration may
     /// or may not be yielded. Slots are visited in index order, once each.
     ///
-    /// # Panics
-    /// As [`get`](Self::get), for a guard that is not pinned by [`pin()`](crate::pin).
-    ///
     /// ```
     /// use handle_pool::{pin, HandlePool};
     /// let pool = HandlePool::new();
@@ -461,9 +455,6 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// guarantees as [`iter`](Self::iter): each handle yielded was live when
     /// its slot was visited.
     ///
-    /// # Panics
-    /// As [`get`](Self::get), for a guard that is not pinned by [`pin()`](crate::pin).
-    ///
     /// ```
     /// use handle_pool::{pin, HandlePool};
     /// let pool = HandlePool::new();
@@ -480,9 +471,6 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 
     /// Iterates over `&value` for the values in the pool, with the same
     /// guarantees as [`iter`](Self::iter).
-    ///
-    /// # Panics
-    /// As [`get`](Self::get), for a guard that is not pinned by [`pin()`](crate::pin).
     ///
     /// ```
     /// use handle_pool::{pin, HandlePool};
@@ -761,7 +749,7 @@ impl<T, H: PoolHandle> Default for HandlePool<T, H> {
 impl<T: fmt::Debug, H: PoolHandle> fmt::Debug for HandlePool<T, H> {
     /// Lists the live `(handle, value)` pairs, pinning internally.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let guard = crossbeam_epoch::pin();
+        let guard = crate::pin();
         f.debug_map().entries(self.iter(&guard)).finish()
     }
 }

@@ -7,7 +7,7 @@
 //! `collect`, `serde_impl`) converts handles and delegates; reclamation
 //! (`reclaim`) gets sealed batches from here and hands back free chains.
 
-use crossbeam_epoch::Guard;
+use crate::Guard;
 use crossbeam_utils::CachePadded;
 
 use crate::config::Config;
@@ -190,15 +190,12 @@ impl<T> RawPool<T> {
         self.find_occupied(handle, |_| ()).is_some()
     }
 
-    /// The value `handle` refers to, protected by `guard`.
-    ///
-    /// # Panics
-    /// If `guard` is not pinned on the collector reclamation defers on.
+    /// The value `handle` refers to, protected by `_guard`.
     #[inline]
-    pub(crate) fn get<'g>(&'g self, handle: Handle, guard: &'g Guard) -> Option<&'g T> {
-        self.reclaimer.check_guard(guard);
+    pub(crate) fn get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g T> {
         // SAFETY: the word was OCCUPIED(g), so the value is initialised (the
-        // Acquire load saw its publication). The guard was pinned before that
+        // Acquire load saw its publication). The guard was pinned (on the
+        // collector removals are deferred on: the only one a `Guard` pins) before that
         // load, so even if the value is removed now, its reclamation is
         // deferred until the guard is dropped; exclusive removals need `&mut`,
         // which the `&'g self` borrow rules out; the storage lives as long as
@@ -841,12 +838,9 @@ impl<T> RawPool<T> {
 
     // ---- Iteration -----------------------------------------------------
 
-    /// `(handle, &value)` for the values in the pool, protected by `guard`.
-    ///
-    /// # Panics
-    /// As [`get`](Self::get).
-    pub(crate) fn entries<'g>(&'g self, guard: &'g Guard) -> Entries<'g, T> {
-        self.reclaimer.check_guard(guard);
+    /// `(handle, &value)` for the values in the pool, protected by `_guard`
+    /// (as in [`get`](Self::get)).
+    pub(crate) fn entries<'g>(&'g self, _guard: &'g Guard) -> Entries<'g, T> {
         // Acquire pairs with the Release store that published each occupant.
         Entries(Occupied::new(
             &self.storage,
@@ -1125,8 +1119,8 @@ impl<'a, T> Iterator for Occupied<'a, T> {
 /// `(handle, &value)`, from [`RawPool::entries`].
 ///
 /// It holds no guard, only the storage and a range of slot indices: the
-/// guard was checked by `entries` and is borrowed for `'g` by whoever made
-/// it. So it is `Send` exactly when `&T` is (`T: Sync`), and a part split
+/// guard given to `entries` (a `Guard`, so pinned on the default collector)
+/// is borrowed for `'g` by whoever made it. So it is `Send` exactly when `&T` is (`T: Sync`), and a part split
 /// off may run on another thread: every visit there happens after the pin
 /// (the hand-off to that thread synchronizes with the pinning thread), so a
 /// removal the visit does not see comes after the pin too, and the value's
@@ -1148,7 +1142,7 @@ impl<'g, T> Iterator for Entries<'g, T> {
     fn next(&mut self) -> Option<Self::Item> {
         let (handle, slot) = self.0.next()?;
         // SAFETY: the word was OCCUPIED (an Acquire load), so the value is
-        // initialised; the guard checked by `entries` and borrowed for 'g was
+        // initialised; the guard given to `entries` and borrowed for 'g was
         // pinned before that load (on this thread, or on the thread that
         // handed this part over), so the value outlives 'g even if removed.
         Some((handle, unsafe { slot.value_ref() }))
@@ -1370,12 +1364,8 @@ mod snapshot {
     impl<T> RawPool<T> {
         /// What slot `index` holds, from one load of its word: every entry is
         /// a state the slot actually had. A live value is borrowed for as
-        /// long as `guard` stays pinned, even if removed meanwhile.
-        ///
-        /// # Panics
-        /// As [`get`](RawPool::get).
-        pub(crate) fn read_slot<'a>(&'a self, index: u32, guard: &'a Guard) -> SlotEntry<&'a T> {
-            self.reclaimer.check_guard(guard);
+        /// long as `_guard` stays pinned, even if removed meanwhile.
+        pub(crate) fn read_slot<'a>(&'a self, index: u32, _guard: &'a Guard) -> SlotEntry<&'a T> {
             let Some(slot) = self.storage.get(index) else {
                 // Reserved, bucket not allocated yet: never occupied.
                 return SlotEntry::Vacant(0);

@@ -2,7 +2,7 @@
 
 use core::ptr;
 
-use crossbeam_epoch::{Collector, Guard};
+use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
 
 use crate::lists::{Chain, SealedBatch};
@@ -22,9 +22,6 @@ pub(crate) struct Reclaimer {
     /// Bumped by every exclusive reclamation; recorded in every batch.
     /// Written only through `&mut self`, so a plain number.
     era: u64,
-    /// The collector batches are deferred on (the default one), kept here so
-    /// that checking a guard is a pointer comparison.
-    collector: Collector,
 }
 
 /// What the deferred closures share with the pool.
@@ -105,31 +102,14 @@ impl Reclaimer {
                     .collect(),
             }),
             era: 0,
-            collector: crossbeam_epoch::default_collector().clone(),
         }
     }
 
-    /// A guard pinned on the collector batches are deferred on, which
-    /// therefore needs no `check_guard`.
+    /// A guard pinned on the collector batches are deferred on: the default
+    /// one, the only one a [`crate::Guard`] can pin.
     #[inline]
-    pub(crate) fn pin(&self) -> Guard {
-        crossbeam_epoch::pin()
-    }
-
-    /// Panics unless `guard` pins the collector batches are deferred on: an
-    /// unprotected guard or one of another collector would not hold off
-    /// reclamation.
-    #[inline]
-    pub(crate) fn check_guard(&self, guard: &Guard) {
-        match guard.collector() {
-            Some(collector) if *collector == self.collector => {}
-            Some(_) => panic!(
-                "HandlePool: the guard belongs to another epoch collector; pin with handle_pool::pin()"
-            ),
-            None => panic!(
-                "HandlePool: an unprotected guard cannot protect a reference; pin with handle_pool::pin()"
-            ),
-        }
+    pub(crate) fn pin(&self) -> crate::Guard {
+        crate::pin()
     }
 
     /// Takes a batch of `stripe` just sealed: numbers it, puts it on the

@@ -1,0 +1,97 @@
+//! The guard that protects references into a pool.
+//!
+//! Every pool defers reclamation on crossbeam-epoch's default collector. A
+//! [`Guard`] can only be made by [`pin()`], which pins that collector, so a
+//! guard passed to [`HandlePool::get`](crate::HandlePool::get) or
+//! [`iter`](crate::HandlePool::iter) always holds reclamation off: the type
+//! proves it, and lookups check nothing at run time. (A crossbeam `Guard`
+//! could be unprotected or pin another collector; checking that on every
+//! lookup cost three instructions of about twenty.)
+
+use core::fmt;
+use core::ops::Deref;
+
+/// A pinned participant of the epoch collector every pool reclaims through.
+///
+/// While a `Guard` lives, no value removed after it was pinned is dropped,
+/// so the references a pool hands out for the guard's lifetime stay valid.
+/// Make one with [`pin()`]; pinning is cheap and nests.
+///
+/// It dereferences to the underlying [`crossbeam_epoch::Guard`], so the same
+/// pin also protects other crossbeam-epoch structures on the default
+/// collector. It is neither `Send` nor `Sync`: a pin belongs to its thread.
+///
+/// ```compile_fail
+/// fn must_be_send<T: Send>(_: T) {}
+/// must_be_send(handle_pool::pin());
+/// ```
+///
+/// ```compile_fail
+/// fn must_be_sync<T: Sync>(_: T) {}
+/// must_be_sync(handle_pool::pin());
+/// ```
+/// A crossbeam-epoch guard is not a `Guard`: it may be unprotected or pin
+/// another collector, and would not hold off the pool's reclamation.
+///
+/// ```compile_fail,E0308
+/// let pool = handle_pool::HandlePool::new();
+/// let h = pool.insert(1);
+/// let guard = unsafe { crossbeam_epoch::unprotected() };
+/// let _ = pool.get(h, guard);
+/// ```
+#[must_use = "a guard protects references only while it lives"]
+pub struct Guard {
+    /// Pinned on the default collector, by construction (see [`pin`]).
+    inner: crossbeam_epoch::Guard,
+}
+
+/// Pins the current thread on the collector every pool reclaims through.
+///
+/// ```
+/// use handle_pool::{pin, HandlePool};
+///
+/// let pool = HandlePool::new();
+/// let h = pool.insert(7);
+/// let guard = pin();
+/// assert_eq!(pool.get(h, &guard), Some(&7));
+/// ```
+#[inline]
+pub fn pin() -> Guard {
+    Guard {
+        inner: crossbeam_epoch::pin(),
+    }
+}
+
+impl Guard {
+    /// Unpins and pins again, so that values removed since the guard was
+    /// pinned can be dropped. Takes `&mut self`: no reference obtained
+    /// through the guard outlives the call.
+    #[inline]
+    pub fn repin(&mut self) {
+        self.inner.repin();
+    }
+
+    /// Unpins for the duration of `f`, then pins again.
+    #[inline]
+    pub fn repin_after<F: FnOnce() -> R, R>(&mut self, f: F) -> R {
+        self.inner.repin_after(f)
+    }
+}
+
+impl Deref for Guard {
+    type Target = crossbeam_epoch::Guard;
+
+    /// The crossbeam-epoch guard, pinned on the default collector. There is
+    /// deliberately no `DerefMut`: swapping in another crossbeam guard would
+    /// break the promise this type makes.
+    #[inline]
+    fn deref(&self) -> &crossbeam_epoch::Guard {
+        &self.inner
+    }
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("Guard { .. }")
+    }
+}
