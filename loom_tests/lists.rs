@@ -17,7 +17,7 @@ const SLOTS: u32 = 3;
 
 /// A storage whose `SLOTS` slots are `FREE`, linked 0 → 1 → …, and that chain.
 fn free_slots() -> (Arc<Storage<u32>>, Chain) {
-    let storage = Arc::new(Storage::<u32>::new(0));
+    let storage = Arc::new(Storage::<u32>::new(0, 0, u32::MAX));
     storage.ensure(0, SLOTS);
     for index in 0..SLOTS {
         let link = if index + 1 == SLOTS { NIL } else { index + 1 };
@@ -133,7 +133,7 @@ fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
     let late_push = Reached::default();
     let seen = late_push.clone();
     loom::model(move || {
-        let storage = Arc::new(Storage::<u32>::new(0));
+        let storage = Arc::new(Storage::<u32>::new(0, 0, u32::MAX));
         storage.ensure(0, 1);
         let slot = storage.slot(0);
         // SAFETY: slot 0 is fresh and only this thread has it.

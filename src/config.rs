@@ -14,6 +14,10 @@ pub struct Config {
     pub max_generation: u32,
     /// How many slots the pool may ever hand out (default `MAX_INDEX + 1`).
     pub max_slots: u32,
+    /// At most this many slots live in the flat region reserved up front
+    /// (default `MAX_INDEX + 1`: as many as 1 GiB of address space holds);
+    /// 0 puts every slot in buckets.
+    pub flat_slots: u32,
     /// Number of stripes, a power of two; 0 picks four per core, at most 64.
     pub stripes: usize,
     /// Fresh slots an insert reserves at once when nothing is reusable (default 16).
@@ -28,6 +32,7 @@ impl Default for Config {
             first_bucket_shift: 6,
             max_generation: MAX_GENERATION,
             max_slots: MAX_INDEX + 1,
+            flat_slots: MAX_INDEX + 1,
             stripes: 0,
             fresh_block: 16,
             batch: 64,
@@ -36,7 +41,7 @@ impl Default for Config {
 }
 
 impl Config {
-    /// A tiny configuration for model checks: buckets of 1, 2, 4… slots, one
+    /// A tiny configuration for model checks: no flat region, buckets of 1, 2, 4… slots, one
     /// fresh slot at a time, batches of `batch`, generation limit `max_generation`.
     #[cfg(any(test, feature = "testing"))]
     pub fn tiny(max_generation: u32, batch: u32) -> Self {
@@ -44,6 +49,7 @@ impl Config {
             first_bucket_shift: 0,
             max_generation,
             max_slots: MAX_INDEX + 1,
+            flat_slots: 0,
             stripes: 1,
             fresh_block: 1,
             batch,

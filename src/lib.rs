@@ -17,6 +17,7 @@ mod pool;
 mod raw;
 mod reclaim;
 pub mod reference;
+mod region;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod slot;

@@ -110,7 +110,11 @@ impl<T> RawPool<T> {
     pub(crate) fn new(config: Config) -> Self {
         let config = config.resolved();
         RawPool {
-            storage: Storage::new(config.first_bucket_shift),
+            storage: Storage::new(
+                config.first_bucket_shift,
+                config.flat_slots,
+                config.max_slots,
+            ),
             stripes: Stripes::new(config.stripes),
             fresh: CachePadded::new(AtomicU64::new(0)),
             reclaimer: Reclaimer::new(config.stripes),

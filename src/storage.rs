@@ -3,8 +3,15 @@
 use core::marker::PhantomData;
 use core::ptr;
 
+use crate::region::Region;
 use crate::slot::Slot;
-use crate::sync::{AtomicPtr, Ordering};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+
+/// The most address space a pool's flat region reserves. Reserving costs no
+/// memory, but the address space of a process is finite (2^47 bytes on
+/// x86-64 Linux) and shared by all its pools: 1 GiB holds 64 M slots of a
+/// `u64` pool and lets over a hundred thousand pools exist at once.
+const FLAT_BYTES: usize = 1 << 30;
 
 /// The bucket table is indexed by `4 * (log2(shifted) - 1) + quarter`,
 /// masked to its size: every shifted index (from 4 to below 2^33) has an
@@ -22,6 +29,23 @@ fn unallocated<T>() -> *mut Slot<T> {
 }
 
 pub(crate) struct Storage<T> {
+    /// The flat region's first slot (dangling if there is no region): slot
+    /// `index` is at `flat + index` while `index < flat_committed`. Never
+    /// changes; an atomic only so that the storage's auto traits stay those
+    /// of its slots (loaded `Relaxed`, a plain load).
+    flat: AtomicPtr<Slot<T>>,
+    /// Slots of the flat region the pool may use: mapped readable and
+    /// writable, and initialised. Only grows; what `capacity` counts.
+    flat_committed: AtomicUsize,
+    /// Bytes of the flat region mapped readable and writable, a whole number
+    /// of pages, at least `flat_committed` slots' worth. Only grows.
+    flat_mapped: AtomicUsize,
+    /// Slots the flat region reserves: indices below it live there, those
+    /// from it on in buckets. Zero without a region.
+    flat_reserved: usize,
+    /// The reserved address space, unmapped when the storage is dropped
+    /// (after the buckets, which are separate allocations).
+    region: Option<Region>,
     /// Bucket `b` starting at shifted index `s0` holds `bucket - s0`
     /// (wrapping, in slots): the slot of shifted index `s` is then at
     /// `biased + s`, with no offset to compute on the lookup path.
@@ -45,19 +69,48 @@ struct Location {
 }
 
 impl<T> Storage<T> {
-    /// Storage whose first level holds `1 << first_shift` slots (at least
-    /// 4, so that every level cuts into four buckets).
-    pub(crate) fn new(first_shift: u32) -> Self {
+    /// Storage for indices below `max_slots` whose first bucket level holds
+    /// `1 << first_shift` slots (at least 4, so that every level cuts into
+    /// four buckets), with a flat region for up to `flat_slots` of them.
+    pub(crate) fn new(first_shift: u32, flat_slots: u32, max_slots: u32) -> Self {
         assert!(
             first_shift < 31,
             "the first bucket must be smaller than 2^31 slots"
         );
         let first_shift = first_shift.max(2);
+        let first = 1u64 << first_shift;
+        let reserved = Self::flat_len(first, flat_slots, max_slots);
+        let region = Region::reserve(
+            reserved * core::mem::size_of::<Slot<T>>(),
+            core::mem::align_of::<Slot<T>>(),
+        );
+        let (flat, flat_reserved) = match &region {
+            Some(region) => (region.base().cast::<Slot<T>>(), reserved),
+            None => (ptr::NonNull::dangling().as_ptr(), 0),
+        };
         Storage {
+            flat: AtomicPtr::new(flat),
+            flat_committed: AtomicUsize::new(0),
+            flat_mapped: AtomicUsize::new(0),
+            flat_reserved,
+            region,
             buckets: core::array::from_fn(|_| AtomicPtr::new(unallocated())),
-            first: 1 << first_shift,
+            first,
             _owns: PhantomData,
         }
+    }
+
+    /// How many slots the flat region should hold: all `max_slots` if they
+    /// fit in `flat_slots` and [`FLAT_BYTES`], else the most that fit and
+    /// end where a bucket level starts (`flat + first` a power of two), so
+    /// that the buckets after it are whole.
+    fn flat_len(first: u64, flat_slots: u32, max_slots: u32) -> usize {
+        let fit = (FLAT_BYTES / core::mem::size_of::<Slot<T>>()).min(flat_slots as usize);
+        if fit >= max_slots as usize {
+            return max_slots as usize;
+        }
+        let level = 1u64 << (fit as u64 + first).ilog2();
+        (level - first) as usize
     }
 
     /// The table entry of a shifted index: `4 * (log2 - 1) + quarter`.
@@ -120,6 +173,28 @@ impl<T> Storage<T> {
         index: u32,
         found: impl FnOnce(&'a Slot<T>) -> Option<R>,
     ) -> Option<R> {
+        // Acquire pairs with the Release `fetch_max` in `commit_flat`: the
+        // slots below the count are mapped and initialised.
+        if (index as usize) < self.flat_committed.load(Ordering::Acquire) {
+            // Relaxed: `flat` never changes after construction.
+            let flat = self.flat.load(Ordering::Relaxed);
+            // SAFETY: `index` is below the committed count, so `flat + index`
+            // is a slot of the region, committed (readable and writable) and
+            // initialised (fresh pages are zero, the word `FREE(0, 0)`, as in
+            // `new_slots`) before the count was published; the region lives
+            // until `self` is dropped.
+            return found(unsafe { &*flat.add(index as usize) });
+        }
+        self.find_in_buckets(index, found)
+    }
+
+    /// `find` for an index the flat region does not hold (yet).
+    #[inline(always)]
+    fn find_in_buckets<'a, R>(
+        &'a self,
+        index: u32,
+        found: impl FnOnce(&'a Slot<T>) -> Option<R>,
+    ) -> Option<R> {
         let shifted = index as u64 + self.first;
         // Acquire pairs with the Release CAS in `allocate_bucket`: the slots
         // are initialised before we read through the pointer.
@@ -152,6 +227,13 @@ impl<T> Storage<T> {
         if start >= end {
             return;
         }
+        if (start as usize) < self.flat_reserved {
+            self.commit_flat((end as usize).min(self.flat_reserved));
+        }
+        let start = start.max(self.flat_reserved as u32);
+        if start >= end {
+            return;
+        }
         let mut index = start as u64;
         while index < end as u64 {
             let at = self.locate(index as u32);
@@ -162,6 +244,45 @@ impl<T> Storage<T> {
             // On to the next bucket.
             index += (Self::bucket_len(at.bucket) - at.offset) as u64;
         }
+    }
+
+    /// Commits the flat region's slots below `end` (at most
+    /// `flat_reserved`). The pages behind them are mapped an eighth ahead of
+    /// what is mapped already, so that a growing pool makes a logarithmic
+    /// number of system calls; the slots committed (its capacity) are exactly
+    /// those asked for, as with an allocation. Mapped pages take memory only
+    /// when first written.
+    #[cold]
+    fn commit_flat(&self, end: usize) {
+        // Relaxed: a shortcut only; the count is published below.
+        if end <= self.flat_committed.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(region) = &self.region else {
+            unreachable!("flat slots without a region")
+        };
+        let bytes = end * core::mem::size_of::<Slot<T>>();
+        // Acquire pairs with the Release `fetch_max` below, made by the
+        // thread that mapped those bytes: its `mprotect` returned before.
+        let mapped = self.flat_mapped.load(Ordering::Acquire);
+        if bytes > mapped {
+            let target = region
+                .round_up(bytes.max(mapped + mapped / 8))
+                .min(region.len());
+            if !region.commit(target) {
+                std::alloc::handle_alloc_error(
+                    std::alloc::Layout::from_size_align(target, core::mem::align_of::<Slot<T>>())
+                        .expect("a reserved region's size is a valid layout"),
+                );
+            }
+            // Release pairs with the Acquire load above, in other committers.
+            self.flat_mapped.fetch_max(target, Ordering::Release);
+        }
+        // Release pairs with the Acquire load in `find`: the slots' pages
+        // are readable and writable (and zero where fresh: `FREE(0, 0)`)
+        // before any thread that sees the count reads them. `fetch_max`: a
+        // racing committer may have published more.
+        self.flat_committed.fetch_max(end, Ordering::Release);
     }
 
     #[cold]
@@ -195,11 +316,14 @@ impl<T> Storage<T> {
         })
     }
 
-    /// Number of slots in allocated buckets.
+    /// Number of slots committed in the flat region and in allocated buckets.
     pub(crate) fn capacity(&self) -> usize {
-        self.allocated()
-            .map(|(bucket, _)| Self::bucket_len(bucket))
-            .sum()
+        // Relaxed: a count for reporting, not used to reach slots.
+        self.flat_committed.load(Ordering::Relaxed)
+            + self
+                .allocated()
+                .map(|(bucket, _)| Self::bucket_len(bucket))
+                .sum::<usize>()
     }
 
     /// A cursor over the allocated slots with indices below `end`.

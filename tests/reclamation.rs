@@ -269,12 +269,16 @@ fn insert_many_at_the_limit_takes_other_stripes_free_slots() {
 }
 
 #[test]
-fn storage_is_freed_when_the_pool_is_dropped() {
+fn bucket_storage_is_freed_when_the_pool_is_dropped() {
     let _serial = serial();
     // A guard held elsewhere keeps every deferred reclamation pending.
     let holder = PinnedThread::start();
     let before = LIVE_BYTES.load(Ordering::Relaxed);
-    let pool: HandlePool<u64> = HandlePool::new();
+    // Buckets only: they come from the global allocator, which counts them.
+    let pool: HandlePool<u64> = HandlePool::with_config(Config {
+        flat_slots: 0,
+        ..Config::default()
+    });
     let handles = pool.insert_many(0..1_000_000);
     assert!(pool.remove_many(&handles[..500_000]) == 500_000);
     drop(handles);
@@ -285,6 +289,41 @@ fn storage_is_freed_when_the_pool_is_dropped() {
     assert!(
         after < 1 << 20,
         "{after} bytes still allocated after dropping a pool of {with_pool} bytes, with its reclamations pending"
+    );
+    holder.release();
+}
+
+/// The flat region is mapped outside the global allocator: check that no
+/// mapping covers a value's address once the pool is dropped, with
+/// reclamations pending.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_flat_region_is_unmapped_when_the_pool_is_dropped() {
+    fn mapped(address: usize) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines().any(|line| {
+            let range = line.split(' ').next().unwrap();
+            let (start, end) = range.split_once('-').unwrap();
+            let start = usize::from_str_radix(start, 16).unwrap();
+            let end = usize::from_str_radix(end, 16).unwrap();
+            (start..end).contains(&address)
+        })
+    }
+    let _serial = serial();
+    let holder = PinnedThread::start();
+    let pool: HandlePool<u64> = HandlePool::new();
+    let handles = pool.insert_many(0..1_000_000);
+    assert!(pool.remove_many(&handles[..500_000]) == 500_000);
+    let last = *handles.last().unwrap();
+    let address = pool
+        .get(last, &pin())
+        .map(|v| v as *const u64 as usize)
+        .unwrap();
+    assert!(mapped(address));
+    drop(pool);
+    assert!(
+        !mapped(address),
+        "the pool's storage is still mapped after the pool was dropped"
     );
     holder.release();
 }

@@ -24,7 +24,7 @@ fn pop_all(list: &FreeList, storage: &Storage<u32>) -> Vec<u32> {
 
 #[test]
 fn an_empty_free_list_pops_none() {
-    let storage = Storage::<u32>::new(0);
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
     let list = FreeList::new();
     assert!(list.looks_empty());
     assert!(list.pop(&storage).is_none());
@@ -34,7 +34,7 @@ fn an_empty_free_list_pops_none() {
 
 #[test]
 fn a_pushed_chain_pops_in_chain_order_then_the_older_slots() {
-    let storage = Storage::<u32>::new(0);
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
     let list = FreeList::new();
     list.push(&storage, free_chain(&storage, &[4, 5]));
     list.push(&storage, free_chain(&storage, &[2, 0, 3]));
@@ -50,7 +50,7 @@ fn a_pushed_chain_pops_in_chain_order_then_the_older_slots() {
 
 #[test]
 fn pop_run_takes_exactly_max_and_counts_each_pop() {
-    let storage = Storage::<u32>::new(0);
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
     let list = FreeList::new();
     list.push(&storage, free_chain(&storage, &[7, 1, 6, 2, 5]));
     assert_eq!(list.pop_run(&storage, 0), None);

@@ -8,7 +8,7 @@ use crate::storage::Storage;
 
 #[test]
 fn len_sum_is_inserts_minus_removals_plus_corrections() {
-    let storage = Storage::<u32>::new(0);
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
     let stripes = eight_free_on_the_first(&storage);
     let (first, second) = (StripeIndex(0), StripeIndex(1));
     assert_eq!(stripes.len_sum(), 0, "a push is no insert");
@@ -53,7 +53,7 @@ fn eight_free_on_the_first(storage: &Storage<u32>) -> Stripes {
 
 #[test]
 fn a_moved_run_changes_no_share_and_pops_from_its_new_stripe() {
-    let storage = Storage::<u32>::new(0);
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
     let stripes = eight_free_on_the_first(&storage);
     let (first, second) = (StripeIndex(0), StripeIndex(1));
     // Two inserts on the first stripe.
@@ -83,7 +83,7 @@ fn a_moved_run_changes_no_share_and_pops_from_its_new_stripe() {
 
 #[test]
 fn a_stripe_is_quiet_after_two_notes_without_inserts_until_its_next_insert() {
-    let storage = Storage::<u32>::new(0);
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
     let stripes = eight_free_on_the_first(&storage);
     let (first, second) = (StripeIndex(0), StripeIndex(1));
     let stripe = &stripes[first];
