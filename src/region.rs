@@ -34,6 +34,11 @@ impl Region {
         self.base
     }
 
+    /// The system's page size: what a commit maps at least.
+    pub(crate) fn page(&self) -> usize {
+        self.page
+    }
+
     /// `bytes` rounded up to a whole number of pages.
     pub(crate) fn round_up(&self, bytes: usize) -> usize {
         bytes.div_ceil(self.page) * self.page

@@ -80,18 +80,23 @@ impl<T> Storage<T> {
         let first_shift = first_shift.max(2);
         let first = 1u64 << first_shift;
         let reserved = Self::flat_len(first, flat_slots, max_slots);
+        // The first page is mapped now, so that a region exists only if the
+        // system lets it be used: later commits extend the mapped part of
+        // the same mapping (no new mapping to count against the process's
+        // limit), and a refusal here just means buckets.
         let region = Region::reserve(
             reserved * core::mem::size_of::<Slot<T>>(),
             core::mem::align_of::<Slot<T>>(),
-        );
-        let (flat, flat_reserved) = match &region {
-            Some(region) => (region.base().cast::<Slot<T>>(), reserved),
-            None => (ptr::NonNull::dangling().as_ptr(), 0),
+        )
+        .filter(|region| region.commit(region.page()));
+        let (flat, flat_reserved, mapped) = match &region {
+            Some(region) => (region.base().cast::<Slot<T>>(), reserved, region.page()),
+            None => (ptr::NonNull::dangling().as_ptr(), 0, 0),
         };
         Storage {
             flat: AtomicPtr::new(flat),
             flat_committed: AtomicUsize::new(0),
-            flat_mapped: AtomicUsize::new(0),
+            flat_mapped: AtomicUsize::new(mapped),
             flat_reserved,
             region,
             buckets: core::array::from_fn(|_| AtomicPtr::new(unallocated())),

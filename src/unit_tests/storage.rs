@@ -179,7 +179,7 @@ fn the_flat_region_maps_an_eighth_ahead_and_commits_what_is_asked() {
         }
         let used = end as usize * size;
         assert!(mapped >= used);
-        let page = storage.region.as_ref().unwrap().round_up(1);
+        let page = storage.region.as_ref().unwrap().page();
         assert!(
             mapped <= used + used / 8 + page,
             "{mapped} bytes mapped for {used}"
