@@ -1,7 +1,9 @@
 //! Address space reserved up front and made usable from its start as the
 //! pool grows: the home of the storage's flat region (see `docs/storage.md`).
 //!
-//! On Unix a region is an anonymous private mapping with no access; a commit
+//! On Unix a region is an anonymous private mapping with no access (which
+//! systems do not count against their commit limit: it cannot be written,
+//! so no `MAP_NORESERVE`, which some Unixes lack, is needed); a commit
 //! makes its first bytes readable and writable with `mprotect`, so only what
 //! has been committed counts against the system's commit limit, and pages
 //! take physical memory only when first written. Fresh pages read as zero.
@@ -71,7 +73,7 @@ impl Region {
                 core::ptr::null_mut(),
                 len,
                 libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )
