@@ -36,6 +36,8 @@ use core::ops::Deref;
 /// ```compile_fail,E0308
 /// let pool = handle_pool::HandlePool::new();
 /// let h = pool.insert(1);
+/// // SAFETY: were this to compile, the guard would only be handed to `get`,
+/// // which must not take it.
 /// let guard = unsafe { crossbeam_epoch::unprotected() };
 /// let _ = pool.get(h, guard);
 /// ```
