@@ -408,7 +408,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.len() == 0
     }
 
-    /// Number of slots allocated: live, free, awaiting reclamation and retired.
+    /// Number of slots allocated (committed in the flat region or in
+    /// buckets): live, free, awaiting reclamation and retired.
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
