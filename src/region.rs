@@ -43,7 +43,7 @@ impl Region {
 
     /// `bytes` rounded up to a whole number of pages.
     pub(crate) fn round_up(&self, bytes: usize) -> usize {
-        bytes.div_ceil(self.page) * self.page
+        bytes.next_multiple_of(self.page)
     }
 
     /// Bytes reserved.
