@@ -85,7 +85,7 @@ fn a_run_moved_between_stripes_races_the_owners_pop() {
     let seen = moved_all.clone();
     loom::model(move || {
         let (storage, chain) = free_slots();
-        let stripes = Arc::new(Stripes::new(2));
+        let stripes = Arc::new(Stripes::new(2, false));
         let owner = stripes.home();
         let mover = stripes.others(owner).next().expect("two stripes");
         stripes[owner].free.push(&storage, chain);
@@ -141,7 +141,7 @@ fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
         slot.word
             .store(SlotWord::removed(1, NIL).to_bits(), Ordering::Relaxed);
         let reclaimer = Arc::new(Reclaimer::new(1));
-        let stripe = Stripes::new(1).home();
+        let stripe = Stripes::new(1, false).home();
 
         let sealer_reclaimer = Arc::clone(&reclaimer);
         let sealer = thread::spawn(move || {

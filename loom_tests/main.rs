@@ -25,5 +25,6 @@ mod history;
 mod insert;
 mod iterate;
 mod lists;
+mod magazine;
 mod reclaim;
 mod remove;

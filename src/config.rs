@@ -24,6 +24,10 @@ pub struct Config {
     pub fresh_block: u32,
     /// Removed slots retired through one deferred reclamation (default 64).
     pub batch: u32,
+    /// Whether a thread numbered below the stripe count keeps its free
+    /// slots and removals in a magazine of its own (default `true`; used
+    /// only where the asymmetric fence exists, see `magazine`).
+    pub magazines: bool,
 }
 
 impl Default for Config {
@@ -36,13 +40,15 @@ impl Default for Config {
             stripes: 0,
             fresh_block: 16,
             batch: 64,
+            magazines: true,
         }
     }
 }
 
 impl Config {
     /// A tiny configuration for model checks: no flat region, buckets of 1, 2, 4… slots, one
-    /// fresh slot at a time, batches of `batch`, generation limit `max_generation`.
+    /// fresh slot at a time, batches of `batch`, generation limit `max_generation`, no
+    /// magazines (their models turn them on).
     #[cfg(any(test, feature = "testing"))]
     pub fn tiny(max_generation: u32, batch: u32) -> Self {
         Config {
@@ -53,6 +59,7 @@ impl Config {
             stripes: 1,
             fresh_block: 1,
             batch,
+            magazines: false,
         }
     }
 

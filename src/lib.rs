@@ -11,6 +11,7 @@ mod guard;
 mod handle;
 mod iter;
 mod lists;
+mod magazine;
 #[cfg(feature = "rayon")]
 mod par;
 mod pool;

@@ -167,6 +167,64 @@ impl FreeList {
     }
 }
 
+impl FreeList {
+    // ---- Owned lists (a magazine's: one writer at a time, see `magazine`) --
+    //
+    // The same steps as above, as a load and a store: only the magazine's
+    // owner, inside a section, or its revoker writes the word, and each
+    // hand-over between them synchronises (the owner word, the `active`
+    // flag). Others only read the pop count (Relaxed, as above).
+
+    /// Pops a free slot off an owned list: as [`pop`](Self::pop).
+    #[inline(always)]
+    pub(crate) fn pop_owned<'a, T>(
+        &self,
+        storage: &'a Storage<T>,
+    ) -> Option<(u32, &'a Slot<T>, SlotWord, u32)> {
+        let head = self.word.load(Ordering::Relaxed);
+        let index = low(head);
+        if index == NIL {
+            return None;
+        }
+        let slot = storage.slot(index);
+        // Relaxed: this thread put the slot here, or received it with the
+        // magazine; nobody else moves it while it is on an owned list.
+        let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+        let next = pack(high(head).wrapping_add(1), word.link());
+        self.word.store(next, Ordering::Relaxed);
+        Some((index, slot, word, high(next)))
+    }
+
+    /// Pushes a chain the caller owns onto an owned list: as [`push`](Self::push).
+    pub(crate) fn push_owned<T>(&self, storage: &Storage<T>, chain: Chain) {
+        let head = self.word.load(Ordering::Relaxed);
+        let last = &storage.slot(chain.last).word;
+        let word = SlotWord::from_bits(last.load(Ordering::Relaxed));
+        last.store(word.with_link(low(head)).to_bits(), Ordering::Relaxed);
+        self.word
+            .store(pack(high(head), chain.first), Ordering::Relaxed);
+    }
+
+    /// Takes every slot off an owned list, as a chain, keeping the pop count.
+    pub(crate) fn take_owned<T>(&self, storage: &Storage<T>) -> Option<Chain> {
+        let head = self.word.load(Ordering::Relaxed);
+        let first = low(head);
+        if first == NIL {
+            return None;
+        }
+        let mut last = first;
+        loop {
+            let next = SlotWord::from_bits(storage.slot(last).word.load(Ordering::Relaxed)).link();
+            if next == NIL {
+                break;
+            }
+            last = next;
+        }
+        self.word.store(pack(high(head), NIL), Ordering::Relaxed);
+        Some(Chain { first, last })
+    }
+}
+
 /// A sealed batch of `REMOVED` slots, linked from `head`, `count` long.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SealedBatch {
@@ -285,6 +343,54 @@ impl RemovalBatch {
             head: low(taken),
             count: high(taken),
         })
+    }
+}
+
+impl RemovalBatch {
+    // ---- Owned batches (a magazine's: see the note on owned free lists) --
+
+    /// The first slot of an owned batch, for a remover to link its slot to.
+    #[inline(always)]
+    pub(crate) fn head_owned(&self) -> u32 {
+        low(self.word.load(Ordering::Relaxed))
+    }
+
+    /// Adds `index` (already `REMOVED` and linked to [`head_owned`](Self::head_owned))
+    /// to an owned batch; returns the batch when this fills it to `size`.
+    #[inline(always)]
+    pub(crate) fn push_owned(&self, index: u32, size: u32) -> Option<SealedBatch> {
+        let total = high(self.word.load(Ordering::Relaxed)) + 1;
+        if total < size {
+            self.word.store(pack(total, index), Ordering::Relaxed);
+            return None;
+        }
+        self.take_owned_counting(SealedBatch {
+            head: index,
+            count: total,
+        })
+    }
+
+    /// Takes whatever an owned batch holds.
+    pub(crate) fn take_owned(&self) -> Option<SealedBatch> {
+        let word = self.word.load(Ordering::Relaxed);
+        if low(word) == NIL {
+            return None;
+        }
+        self.take_owned_counting(SealedBatch {
+            head: low(word),
+            count: high(word),
+        })
+    }
+
+    #[inline(always)]
+    fn take_owned_counting(&self, batch: SealedBatch) -> Option<SealedBatch> {
+        let sealed = self.sealed.load(Ordering::Relaxed);
+        self.sealed.store(
+            sealed.wrapping_add(u64::from(batch.count)),
+            Ordering::Relaxed,
+        );
+        self.word.store(pack(0, NIL), Ordering::Relaxed);
+        Some(batch)
     }
 }
 

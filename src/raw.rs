@@ -13,11 +13,12 @@ use crossbeam_utils::CachePadded;
 use crate::config::Config;
 use crate::handle::Handle;
 use crate::lists::{Chain, RemovalBatch};
+use crate::magazine::Magazine;
 use crate::reclaim::Reclaimer;
 use crate::slot::{Panic, Slot, SlotWord, State, NIL};
 use crate::storage::{Slots, Storage};
 use crate::stripe::{StripeIndex, Stripes};
-use crate::sync::{yield_now, AtomicU64, Ordering};
+use crate::sync::{asymmetric_fences, yield_now, AtomicU64, Ordering};
 
 /// A stripe is swept (see [`RawPool::sweep`]) once per this many pops of
 /// its free list, and once per this many batches it seals. Sweeps pin, and
@@ -33,6 +34,16 @@ const SWEEP_EVERY_SEALS: u32 = 4;
 /// live; 16, about 100 thousand; 64, 16–25 thousand, and 6 thousand since
 /// the rounds take quiet stripes' slots).
 const BEHIND_ROUNDS: usize = 64;
+
+/// At most this many times `flush` and a full pool give the CPU away while
+/// a magazine's owner is inside a section (a pop, or a CAS and a push),
+/// before they leave that magazine to its owner: enough for a thread
+/// preempted there to run again. (Two under loom, whose yields always let
+/// the other threads run.)
+#[cfg(not(all(test, handle_pool_loom)))]
+const REVOKE_PATIENCE: u32 = 256;
+#[cfg(all(test, handle_pool_loom))]
+const REVOKE_PATIENCE: u32 = 2;
 
 /// Which other stripes an insert may take reusable slots from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -115,7 +126,7 @@ impl<T> RawPool<T> {
                 config.flat_slots,
                 config.max_slots,
             ),
-            stripes: Stripes::new(config.stripes),
+            stripes: Stripes::new(config.stripes, config.magazines && asymmetric_fences()),
             fresh: CachePadded::new(AtomicU64::new(0)),
             reclaimer: Reclaimer::new(config.stripes),
             config,
@@ -255,7 +266,7 @@ impl<T> RawPool<T> {
     /// Inserts `value`, or gives it back when the pool is full.
     #[inline]
     pub(crate) fn insert(&self, value: T) -> Result<Handle, T> {
-        match self.acquire(self.stripes.home()) {
+        match self.acquire() {
             Some(acquired) => Ok(publish(acquired, value)),
             None => Err(value),
         }
@@ -266,7 +277,7 @@ impl<T> RawPool<T> {
     /// shown is burnt and the slot given back.
     pub(crate) fn insert_with(&self, f: impl FnOnce(Handle) -> T) -> Option<Handle> {
         let home = self.stripes.home();
-        let acquired = self.acquire(home)?;
+        let acquired = self.acquire()?;
         let (index, generation) = (acquired.index, acquired.generation);
         struct GiveBack<'a, T> {
             pool: &'a RawPool<T>,
@@ -331,15 +342,47 @@ impl<T> RawPool<T> {
         Ok(())
     }
 
-    /// Takes a `FREE` slot for an insert: from the home stripe, else from
-    /// another stripe or fresh (see `acquire_slow`); `None` when the pool is
-    /// full.
+    /// Takes a `FREE` slot for an insert: from the calling thread's
+    /// magazine, else its home stripe, else another stripe or fresh (see
+    /// `acquire_slow`); `None` when the pool is full.
     #[inline]
-    fn acquire(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+    fn acquire(&self) -> Option<Acquired<'_, T>> {
+        let (home, magazine) = self.stripes.home_and_magazine();
+        if let Some(found) = magazine.and_then(|magazine| self.pop_from_magazine(home, magazine)) {
+            return Some(found);
+        }
         if let Some(found) = self.pop_from(home) {
             return Some(found);
         }
         self.acquire_slow(home)
+    }
+
+    /// Pops a slot off the calling thread's own magazine, refilling it
+    /// first, if empty, with a run off the home stripe's shared list (one
+    /// CAS for up to a batch of inserts); `None` if both are empty or a
+    /// revoker holds the magazine.
+    #[inline(always)]
+    fn pop_from_magazine(&self, home: StripeIndex, magazine: &Magazine) -> Option<Acquired<'_, T>> {
+        let (index, slot, word, pops) = {
+            let section = magazine.enter()?;
+            match section.free().pop_owned(&self.storage) {
+                Some(found) => found,
+                None => {
+                    let shared = &self.stripes[home].free;
+                    let (run, count) = shared.pop_run(&self.storage, self.config.batch)?;
+                    section.refill(&self.storage, run, count);
+                    section.free().pop_owned(&self.storage)?
+                }
+            }
+        };
+        if pops % SWEEP_EVERY_POPS == 0 {
+            self.sweep_on_pops(home, pops / SWEEP_EVERY_POPS);
+        }
+        Some(Acquired {
+            index,
+            slot,
+            generation: word.generation() + 1,
+        })
     }
 
     /// Reusable slots first, in order of cost; fresh slots only when
@@ -533,7 +576,12 @@ impl<T> RawPool<T> {
         let stripe = &self.stripes[target];
         let word = stripe.removals.word();
         let mut pushed = false;
-        if stripe.unchanged_since_last_sweep(word) {
+        // An idle owner's magazine (or an exited one's) is emptied onto the
+        // shared lists, its partial batch sealed: then adopted below.
+        let emptied = self.stripes.have_magazines()
+            && stripe.magazine.idle_and_holding()
+            && self.empty_magazine(target, 0);
+        if stripe.unchanged_since_last_sweep(word) || emptied {
             if !RemovalBatch::is_empty_word(word) {
                 if let Some(batch) = stripe.removals.seal_if_still(word) {
                     self.reclaimer.defer(target, batch);
@@ -557,6 +605,9 @@ impl<T> RawPool<T> {
     /// list.
     fn seal_and_reclaim_all(&self, home: StripeIndex) {
         for stripe in self.stripes.all_from(home) {
+            if self.stripes.have_magazines() && self.stripes[stripe].magazine.holds_anything() {
+                self.empty_magazine(stripe, REVOKE_PATIENCE);
+            }
             if let Some(batch) = self.stripes[stripe].removals.take_all() {
                 self.reclaimer.defer(stripe, batch);
             }
@@ -566,6 +617,25 @@ impl<T> RawPool<T> {
         for stripe in self.stripes.all_from(home) {
             self.reclaim_into(stripe, home);
         }
+    }
+
+    /// Takes everything out of `stripe`'s magazine (see `magazine`),
+    /// waiting up to `patience` yields for its owner to leave a section:
+    /// its free slots go onto the stripe's shared list, its partial batch is
+    /// sealed. Returns whether it got the magazine.
+    fn empty_magazine(&self, stripe: StripeIndex, patience: u32) -> bool {
+        let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
+            return false;
+        };
+        let contents = revoked.take(&self.storage);
+        drop(revoked);
+        if let Some(chain) = contents.free {
+            self.stripes[stripe].free.push(&self.storage, chain);
+        }
+        if let Some(batch) = contents.removed {
+            self.reclaimer.defer(stripe, batch);
+        }
+        true
     }
 
     /// Drops every removed value no guard protects and makes its slot
@@ -703,7 +773,22 @@ impl<T> RawPool<T> {
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
             return false;
         }
-        let home = self.stripes.home();
+        let (home, magazine) = self.stripes.home_and_magazine();
+        if let Some(section) = magazine.and_then(Magazine::enter) {
+            let removals = section.removals();
+            if !slot.try_remove(handle, removals.head_owned()) {
+                return false;
+            }
+            let full = removals.push_owned(index, self.config.batch);
+            // Counted before the section ends (a revoker may take the batch
+            // then), and only for a full batch: a division is not free.
+            let full = full.map(|full| (full, removals.removals() / self.config.batch));
+            drop(section);
+            if let Some((full, seals)) = full {
+                self.sealed(home, full, seals);
+            }
+            return true;
+        }
         let removals = &self.stripes[home].removals;
         let (link, current) = removals.head();
         if !slot.try_remove(handle, link) {
@@ -716,7 +801,7 @@ impl<T> RawPool<T> {
             )
         };
         if let Some(full) = removals.push(index, 1, current, self.config.batch, relink) {
-            self.sealed(home, full);
+            self.sealed(home, full, removals.removals() / self.config.batch);
         }
         true
     }
@@ -725,9 +810,8 @@ impl<T> RawPool<T> {
     /// per `SWEEP_EVERY_SEALS` batches, pushing the epoch: that flushes this
     /// thread's grace markers to the global queue, one flush for four
     /// batches (a flush moves crossbeam's whole bag, about a microsecond).
-    fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch) {
+    fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch, seals: u32) {
         self.reclaimer.defer(home, batch);
-        let seals = self.stripes[home].removals.removals() / self.config.batch;
         // The flush is what takes this thread's markers to the global queue,
         // so it happens whatever the sweep found.
         if seals % SWEEP_EVERY_SEALS == 0 && !self.sweep(home, seals / SWEEP_EVERY_SEALS) {
@@ -808,6 +892,8 @@ impl<T> RawPool<T> {
         for stripe in self.stripes.all_from(self.stripes.home()) {
             // Their slots are found by the scan below.
             let _ = self.stripes[stripe].removals.take_all();
+            // SAFETY: `&mut self`: no section or revoker runs.
+            let _ = unsafe { self.stripes[stripe].magazine.discard_removals() };
         }
         let max_generation = self.config.max_generation;
         let mut free = None;
@@ -1042,7 +1128,7 @@ impl<T> Drop for RemovedChain<'_, T> {
         relink(link);
         if let Some(full) = removals.push(self.head, self.count, current, pool.config.batch, relink)
         {
-            pool.sealed(home, full);
+            pool.sealed(home, full, removals.removals() / pool.config.batch);
         }
     }
 }

@@ -3,8 +3,9 @@
 use crossbeam_utils::CachePadded;
 
 use crate::lists::{FreeList, RemovalBatch};
+use crate::magazine::Magazine;
 use crate::storage::Storage;
-use crate::sync::{thread_stripe_hint, AtomicIsize, AtomicU64, Ordering};
+use crate::sync::{thread_id, thread_stripe_hint, AtomicIsize, AtomicU64, Ordering};
 
 /// One stripe (see the module docs).
 pub(crate) struct Stripe {
@@ -22,6 +23,10 @@ pub(crate) struct Stripe {
     /// The inserts, if the last note found none since the note before;
     /// else `NOT_QUIET`: see [`Stripe::is_quiet`].
     quiet_at: AtomicU64,
+    /// The private lists of the thread numbered as this stripe (see
+    /// `magazine`), on a line of their own: other threads may share the
+    /// lists above.
+    pub(crate) magazine: CachePadded<Magazine>,
 }
 
 /// `quiet_at` when the last note saw inserts (no `u32` count equals it).
@@ -37,15 +42,29 @@ impl Stripe {
             swept: AtomicU64::new(0),
             noted_inserts: AtomicU64::new(0),
             quiet_at: AtomicU64::new(NOT_QUIET),
+            magazine: CachePadded::new(Magazine::new()),
         }
     }
 
     /// Inserts through this stripe so far, mod 2^32: every insert pops
-    /// once, and a move pops without inserting.
+    /// once, from the shared list or the magazine, and a move (to another
+    /// stripe, or into the magazine) pops without inserting.
     #[inline]
     fn inserts(&self) -> u32 {
         let moved_out = self.moved_out.load(Ordering::Relaxed) as u32;
-        self.free.pops().wrapping_sub(moved_out)
+        self.free
+            .pops()
+            .wrapping_sub(moved_out)
+            .wrapping_add(self.magazine.inserts())
+    }
+
+    /// Removals through this stripe so far, mod 2^32: its shared batch's
+    /// and its magazine's.
+    #[inline]
+    pub(crate) fn removals(&self) -> u32 {
+        self.removals
+            .removals()
+            .wrapping_add(self.magazine.removals())
     }
 
     /// Notes that a sweep sees the removal batch's word `word`; returns
@@ -80,7 +99,7 @@ impl Stripe {
     pub(crate) fn len_share(&self) -> u32 {
         let corrections = self.corrections.load(Ordering::Relaxed) as u32;
         self.inserts()
-            .wrapping_sub(self.removals.removals())
+            .wrapping_sub(self.removals())
             .wrapping_add(corrections)
     }
 
@@ -106,11 +125,15 @@ impl StripeIndex {
 /// The pool's stripes.
 pub(crate) struct Stripes {
     stripes: Box<[CachePadded<Stripe>]>,
+    /// Whether the stripes' magazines are in use: only where the
+    /// asymmetric fence is (see `magazine`).
+    magazines: bool,
 }
 
 impl Stripes {
-    /// `count` stripes, a power of two.
-    pub(crate) fn new(count: usize) -> Self {
+    /// `count` stripes, a power of two; their magazines in use if
+    /// `magazines`.
+    pub(crate) fn new(count: usize, magazines: bool) -> Self {
         assert!(
             count.is_power_of_two(),
             "the stripe count is a power of two"
@@ -119,6 +142,7 @@ impl Stripes {
             stripes: (0..count)
                 .map(|_| CachePadded::new(Stripe::new()))
                 .collect(),
+            magazines,
         }
     }
 
@@ -157,6 +181,21 @@ impl Stripes {
     #[inline]
     pub(crate) fn home(&self) -> StripeIndex {
         StripeIndex(thread_stripe_hint() & (self.stripes.len() - 1))
+    }
+
+    /// The calling thread's home stripe and, if it owns one here, its
+    /// magazine (the thread numbered as the stripe, see `magazine`).
+    #[inline]
+    pub(crate) fn home_and_magazine(&self) -> (StripeIndex, Option<&Magazine>) {
+        let id = thread_id();
+        let home = StripeIndex(id.unwrap_or(0) & (self.stripes.len() - 1));
+        let owned = self.magazines && id.is_some_and(|id| id < self.stripes.len());
+        (home, owned.then(|| &*self.stripes[home.0].magazine))
+    }
+
+    /// Whether the stripes' magazines are in use.
+    pub(crate) fn have_magazines(&self) -> bool {
+        self.magazines
     }
 
     /// Every stripe but `home`, starting after it.

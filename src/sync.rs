@@ -48,45 +48,185 @@ impl<T> UnsafeCell<T> {
     }
 }
 
-/// A small per-thread number used to pick a stripe (see `free_list`).
+/// The calling thread's number: no two live threads have the same, and a
+/// thread that exits gives its number back for the next new thread (the
+/// smallest free number first), so the numbers in use stay dense. The
+/// number picks the thread's home stripe, and the thread numbered `i` owns
+/// magazine `i` of every pool that has one (see `magazine`): a number is
+/// handed on only after its previous thread has run its last pool
+/// operation, through the registry's lock.
 ///
-/// Threads are numbered round-robin on first use; the number only spreads
-/// threads over stripes and never affects correctness, so there is no limit on
-/// how many threads there may be.
+/// `None` while the thread's own thread-locals are being destroyed (a
+/// value dropped by another thread-local's destructor may still use a
+/// pool): such a thread owns no magazine any more.
 #[inline]
-pub(crate) fn thread_stripe_hint() -> usize {
-    use std::cell::Cell;
-
+pub(crate) fn thread_id() -> Option<usize> {
     #[cfg(not(all(test, handle_pool_loom)))]
     {
-        use std::sync::atomic::AtomicUsize;
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        std::thread_local! {
-            static HINT: Cell<usize> = const { Cell::new(usize::MAX) };
-        }
-        HINT.with(|hint| {
-            if hint.get() == usize::MAX {
-                hint.set(NEXT.fetch_add(1, Ordering::Relaxed));
-            }
-            hint.get()
-        })
+        registry::ID.try_with(|id| id.0).ok()
     }
-    // Under loom the counter must be reset for every explored execution, or
-    // the model would not be deterministic.
+    // Under loom the numbers come from a counter reset for every explored
+    // execution (the models never reuse one), or they would not be
+    // deterministic.
     #[cfg(all(test, handle_pool_loom))]
     {
         use loom::sync::atomic::AtomicUsize;
+        use std::cell::Cell;
         loom::lazy_static! {
             static ref NEXT: AtomicUsize = AtomicUsize::new(0);
         }
         loom::thread_local! {
-            static HINT: Cell<usize> = Cell::new(usize::MAX);
+            static ID: Cell<usize> = Cell::new(usize::MAX);
         }
-        HINT.with(|hint| {
-            if hint.get() == usize::MAX {
-                hint.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        Some(ID.with(|id| {
+            if id.get() == usize::MAX {
+                id.set(NEXT.fetch_add(1, Ordering::Relaxed));
             }
-            hint.get()
-        })
+            id.get()
+        }))
+    }
+}
+
+#[cfg(not(all(test, handle_pool_loom)))]
+mod registry {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    use std::sync::Mutex;
+
+    /// Numbers given back by exited threads, and the next never used.
+    static FREE: Mutex<(BinaryHeap<Reverse<usize>>, usize)> = Mutex::new((BinaryHeap::new(), 0));
+
+    /// A thread's number; given back when the thread's locals are destroyed.
+    pub(super) struct Id(pub(super) usize);
+
+    impl Id {
+        fn take() -> Id {
+            // A poisoned lock still holds consistent numbers: each update
+            // is a single push or pop.
+            let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let (given_back, next) = &mut *free;
+            Id(match given_back.pop() {
+                Some(Reverse(id)) => id,
+                None => {
+                    *next += 1;
+                    *next - 1
+                }
+            })
+        }
+    }
+
+    impl Drop for Id {
+        fn drop(&mut self) {
+            // The lock orders this thread's last pool operations before the
+            // first of the next thread given the number.
+            let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            free.0.push(Reverse(self.0));
+        }
+    }
+
+    std::thread_local! {
+        pub(super) static ID: Id = Id::take();
+    }
+}
+
+/// A small per-thread number used to pick a stripe (see `stripe`): the
+/// thread's number, or `0` for a thread past its thread-locals.
+#[inline]
+pub(crate) fn thread_stripe_hint() -> usize {
+    thread_id().unwrap_or(0)
+}
+
+/// The two halves of an asymmetric fence, for the magazine handshake (see
+/// `magazine`): an owner's frequent `light_fence` costs nothing at run
+/// time, and a revoker's rare `heavy_fence` makes every running thread of
+/// the process execute a full barrier (Linux `membarrier`, private
+/// expedited), so that together they order like two `SeqCst` fences.
+/// Under loom both are `SeqCst` fences, which is what the pair promises.
+#[inline(always)]
+pub(crate) fn light_fence() {
+    #[cfg(all(test, handle_pool_loom))]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+    #[cfg(not(all(test, handle_pool_loom)))]
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+}
+
+/// The heavy half (see [`light_fence`]); `false` if the system refused it,
+/// in which case nothing may be concluded from it.
+pub(crate) fn heavy_fence() -> bool {
+    #[cfg(all(test, handle_pool_loom))]
+    {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+        true
+    }
+    #[cfg(not(all(test, handle_pool_loom)))]
+    {
+        membarrier::heavy()
+    }
+}
+
+/// Whether the heavy half is available here (registers the process for
+/// it on first use). Without it, pools make no magazines.
+pub(crate) fn asymmetric_fences() -> bool {
+    #[cfg(all(test, handle_pool_loom))]
+    {
+        true
+    }
+    #[cfg(not(all(test, handle_pool_loom)))]
+    {
+        membarrier::available()
+    }
+}
+
+#[cfg(all(target_os = "linux", not(all(test, handle_pool_loom))))]
+mod membarrier {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    // From linux/membarrier.h.
+    const CMD_QUERY: libc::c_long = 0;
+    const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+    const UNKNOWN: u8 = 0;
+    const AVAILABLE: u8 = 1;
+    const UNAVAILABLE: u8 = 2;
+    static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+    fn membarrier(cmd: libc::c_long) -> libc::c_long {
+        // SAFETY: membarrier takes two integers and touches no memory of
+        // ours; an unknown command or a refusal is an error return.
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) }
+    }
+
+    pub(super) fn available() -> bool {
+        // Acquire pairs with the Release store below: a thread that sees
+        // AVAILABLE sees a process already registered.
+        match STATE.load(Ordering::Acquire) {
+            AVAILABLE => true,
+            UNAVAILABLE => false,
+            _ => {
+                // Registering twice (two threads racing here) is harmless.
+                let commands = membarrier(CMD_QUERY);
+                let ok = commands >= 0
+                    && commands & CMD_PRIVATE_EXPEDITED != 0
+                    && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+                STATE.store(if ok { AVAILABLE } else { UNAVAILABLE }, Ordering::Release);
+                ok
+            }
+        }
+    }
+
+    pub(super) fn heavy() -> bool {
+        available() && membarrier(CMD_PRIVATE_EXPEDITED) == 0
+    }
+}
+
+#[cfg(all(not(target_os = "linux"), not(all(test, handle_pool_loom))))]
+mod membarrier {
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    pub(super) fn heavy() -> bool {
+        false
     }
 }

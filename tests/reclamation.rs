@@ -434,3 +434,49 @@ fn producer_and_consumer_on_two_threads_stay_within_the_bound() {
         (pool.capacity(), pool.slots_used())
     });
 }
+
+#[test]
+fn a_partial_batch_removed_one_at_a_time_by_an_idle_thread_is_sealed_by_others_activity() {
+    let _serial = serial();
+    // 63 single removes: they go to the thread's own magazine, where only
+    // a sweep that revokes it can seal them.
+    idle_thread_removes_then_others_churn(63, true, 400_000);
+}
+
+#[test]
+fn a_full_pool_takes_the_free_slots_an_idle_thread_holds() {
+    let _serial = serial();
+    let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 64, 2));
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let pool = &pool;
+        let idle = s.spawn(move || {
+            let handles: Vec<_> = (0..64).map(|i| pool.insert(i)).collect();
+            for &h in &handles[..10] {
+                assert!(pool.remove(h));
+            }
+            // Reclaims the ten slots, then five inserts take them back, one
+            // at a time: the other five wait in this thread's free slots.
+            pool.flush();
+            for i in 0..5 {
+                pool.insert(100 + i);
+            }
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        });
+        ready_rx.recv().unwrap();
+        for i in 0..5 {
+            assert!(
+                pool.try_insert(200 + i).is_ok(),
+                "a full pool refused an insert while an idle thread held {} free slots",
+                5 - i
+            );
+        }
+        assert!(pool.try_insert(300).is_err());
+        go_tx.send(()).unwrap();
+        // Joined explicitly: ThreadSanitizer cannot see the scope's own wait.
+        idle.join().unwrap();
+    });
+    assert_eq!(pool.len(), 64);
+}

@@ -44,7 +44,7 @@ fn eight_free_on_the_first(storage: &Storage<u32>) -> Stripes {
         let word = SlotWord::free(1, link).to_bits();
         storage.slot(index).word.store(word, Ordering::Relaxed);
     }
-    let stripes = Stripes::new(2);
+    let stripes = Stripes::new(2, false);
     stripes[StripeIndex(0)]
         .free
         .push(storage, Chain { first: 0, last: 7 });

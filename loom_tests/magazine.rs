@@ -1,0 +1,105 @@
+//! Magazines: an owner's plain-store sections against a revoker (see
+//! `docs/magazine.md`). Two stripes, so the model's main thread (number 0)
+//! and the spawned thread (number 1) each own a magazine.
+
+use std::sync::Arc;
+
+use loom::sync::atomic::{AtomicBool, Ordering};
+
+use handle_pool::Config;
+
+use super::harness::{collect_garbage, explore, spawn_parked, DropLog, Pool, Recorder};
+
+/// Two stripes, each thread its own magazine; batches of four, so removals
+/// stay in a partial batch that only a revoker can seal.
+fn with_magazines(max_slots: Option<u32>) -> Config {
+    let tiny = Config::tiny(8, 4);
+    Config {
+        stripes: 2,
+        magazines: true,
+        max_slots: max_slots.unwrap_or(tiny.max_slots),
+        ..tiny
+    }
+}
+
+/// Thread A removes two values into its magazine's partial batch while the
+/// main thread flushes, which revokes A's magazine, racing A's second
+/// section. A flush that saw A's first removal done must drop that value;
+/// each value is dropped exactly once, and once A is done a flush leaves no
+/// removed value undropped.
+#[test]
+fn flush_revokes_an_owners_partial_batch() {
+    explore("flush_revokes_an_owners_partial_batch", || {
+        let log = DropLog::new(3);
+        let pool = Arc::new(Pool::with_config(with_magazines(None)));
+        let mut r = Recorder::new(Arc::clone(&log));
+        for id in 0..3 {
+            r.insert(&pool, id);
+        }
+        let removed_first = Arc::new(AtomicBool::new(false));
+        let owner = {
+            let (pool, removed_first) = (Arc::clone(&pool), Arc::clone(&removed_first));
+            spawn_parked(move || {
+                assert!(r.remove(&pool, 0));
+                // Release pairs with the main thread's Acquire load.
+                removed_first.store(true, Ordering::Release);
+                assert!(r.remove(&pool, 1));
+            })
+        };
+        let saw_first = removed_first.load(Ordering::Acquire);
+        pool.flush();
+        if saw_first {
+            assert_eq!(log.drops(0), 1, "a flush after a removal drops its value");
+        }
+        owner.finished();
+        pool.flush();
+        assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
+        assert_eq!(log.drops(1), 1, "removed value 1 dropped once");
+        assert_eq!(log.drops(2), 0, "the live value is not dropped");
+        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+        collect_garbage();
+        log.assert_each_dropped_once();
+        owner.release();
+    });
+}
+
+/// Full means full with magazines: two slots, both live. Thread A removes
+/// one value (its slot goes to A's magazine batch), then tries an insert;
+/// the main thread tries one too, revoking A's magazine (perhaps racing A's
+/// sections) to find the slot. If the main thread saw A's removal done, one
+/// of the two inserts must succeed; never both.
+#[test]
+fn a_full_pool_takes_the_slots_in_an_owners_magazine() {
+    explore("a_full_pool_takes_the_slots_in_an_owners_magazine", || {
+        let log = DropLog::new(4);
+        let pool = Arc::new(Pool::with_config(with_magazines(Some(2))));
+        let mut main = Recorder::new(Arc::clone(&log));
+        main.insert(&pool, 0);
+        let victim = main.insert(&pool, 1);
+        let removed = Arc::new(AtomicBool::new(false));
+        let owner = {
+            let (pool, removed) = (Arc::clone(&pool), Arc::clone(&removed));
+            let mut r = Recorder::new(Arc::clone(&log));
+            spawn_parked(move || {
+                assert!(pool.remove(victim));
+                // Release pairs with the main thread's Acquire load.
+                removed.store(true, Ordering::Release);
+                r.try_insert(&pool, 3).is_some()
+            })
+        };
+        let saw_removal = removed.load(Ordering::Acquire);
+        let main_got = main.try_insert(&pool, 2).is_some();
+        let owner_got = owner.finished();
+        assert!(!(main_got && owner_got), "two inserts into one free slot");
+        if saw_removal {
+            assert!(
+                main_got || owner_got,
+                "a removed slot was left unused in a full pool"
+            );
+        }
+        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+        collect_garbage();
+        log.assert_each_dropped_once();
+        owner.release();
+    });
+}

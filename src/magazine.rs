@@ -1,0 +1,183 @@
+#![doc = include_str!("../docs/magazine.md")]
+
+use crate::lists::{Chain, FreeList, RemovalBatch, SealedBatch};
+use crate::storage::Storage;
+use crate::sync::{heavy_fence, light_fence, yield_now, AtomicU64, Ordering};
+
+/// One thread's free list and removal batch (see the module docs).
+pub(crate) struct Magazine {
+    /// `1` while the owner is inside a section; written by the owner only.
+    active: AtomicU64,
+    /// `1` while a revoker holds the magazine.
+    revoking: AtomicU64,
+    free: FreeList,
+    removals: RemovalBatch,
+    /// Slots moved in from the stripe's shared list, mod 2^32: the pops
+    /// minus these are the inserts through the magazine.
+    refilled: AtomicU64,
+    /// The counts when a sweep last looked ([`Magazine::unchanged_since_last_sweep`]).
+    swept: AtomicU64,
+}
+
+/// The owner inside a section: the lists are its own until this drops.
+pub(crate) struct Section<'a> {
+    magazine: &'a Magazine,
+}
+
+/// A revoker holding a magazine: the lists are its own until this drops.
+pub(crate) struct Revoked<'a> {
+    magazine: &'a Magazine,
+}
+
+/// What a revoker took out of a magazine.
+pub(crate) struct Contents {
+    pub(crate) free: Option<Chain>,
+    pub(crate) removed: Option<SealedBatch>,
+}
+
+impl Magazine {
+    pub(crate) fn new() -> Self {
+        Magazine {
+            active: AtomicU64::new(0),
+            revoking: AtomicU64::new(0),
+            free: FreeList::new(),
+            removals: RemovalBatch::new(),
+            refilled: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
+        }
+    }
+
+    /// Enters a section. Call only from the owner, the thread whose number
+    /// is this magazine's index. `None` while a revoker holds it: use the
+    /// stripe's shared lists then.
+    #[inline(always)]
+    pub(crate) fn enter(&self) -> Option<Section<'_>> {
+        self.active.store(1, Ordering::Relaxed);
+        // With the revoker's heavy fence, orders the store above before the
+        // load below as two SeqCst fences would (see the module docs).
+        light_fence();
+        // Acquire pairs with a revoker's Release store of `0`: what it took
+        // out of the lists is seen gone.
+        if self.revoking.load(Ordering::Acquire) != 0 {
+            // Release: as on leaving a section (nothing was touched).
+            self.active.store(0, Ordering::Release);
+            return None;
+        }
+        Some(Section { magazine: self })
+    }
+
+    /// Inserts through the magazine so far, mod 2^32.
+    #[inline]
+    pub(crate) fn inserts(&self) -> u32 {
+        let refilled = self.refilled.load(Ordering::Relaxed) as u32;
+        self.free.pops().wrapping_sub(refilled)
+    }
+
+    /// Removals into the magazine so far, mod 2^32.
+    #[inline]
+    pub(crate) fn removals(&self) -> u32 {
+        self.removals.removals()
+    }
+
+    /// Notes the counts a sweep sees; returns whether the previous sweep saw
+    /// the same (the owner did nothing since) and the magazine holds
+    /// anything (a hint: Relaxed loads).
+    pub(crate) fn idle_and_holding(&self) -> bool {
+        let counts = (u64::from(self.free.pops()) << 32) | u64::from(self.removals());
+        let unchanged = self.swept.swap(counts, Ordering::Relaxed) == counts;
+        unchanged && self.holds_anything()
+    }
+
+    /// Whether the lists look non-empty (a hint).
+    pub(crate) fn holds_anything(&self) -> bool {
+        !self.free.looks_empty() || !RemovalBatch::is_empty_word(self.removals.word())
+    }
+
+    /// Takes the magazine from its owner, waiting up to `patience` yields
+    /// for a section in progress to end; `None` if another revoker holds
+    /// it, the section did not end, or the heavy fence was refused.
+    pub(crate) fn revoke(&self, patience: u32) -> Option<Revoked<'_>> {
+        // Acquire pairs with the previous revoker's Release store of `0`.
+        self.revoking
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        let revoked = Revoked { magazine: self };
+        if !heavy_fence() {
+            return None;
+        }
+        let mut waited = 0;
+        // Acquire pairs with the owner's Release store of `0` on leaving a
+        // section: everything it did to the lists is visible.
+        while self.active.load(Ordering::Acquire) != 0 {
+            if waited == patience {
+                return None; // `revoked` drops: the owner keeps it.
+            }
+            waited += 1;
+            yield_now();
+        }
+        Some(revoked)
+    }
+
+    /// Empties the removal batch without a handshake, for an exclusive
+    /// reclamation that finds the removed slots by scanning; the free list
+    /// stays (its slots stay free).
+    ///
+    /// # Safety
+    ///
+    /// No section and no revoker may run meanwhile: the caller holds the
+    /// pool by `&mut`.
+    pub(crate) unsafe fn discard_removals(&self) -> Option<SealedBatch> {
+        self.removals.take_owned()
+    }
+}
+
+impl Section<'_> {
+    /// The owned free list.
+    #[inline(always)]
+    pub(crate) fn free(&self) -> &FreeList {
+        &self.magazine.free
+    }
+
+    /// The owned removal batch.
+    #[inline(always)]
+    pub(crate) fn removals(&self) -> &RemovalBatch {
+        &self.magazine.removals
+    }
+
+    /// Moves `chain` (`count` slots the caller popped off the stripe's
+    /// shared list) onto the owned free list.
+    pub(crate) fn refill<T>(&self, storage: &Storage<T>, chain: Chain, count: u32) {
+        let refilled = &self.magazine.refilled;
+        let moved = refilled
+            .load(Ordering::Relaxed)
+            .wrapping_add(u64::from(count));
+        refilled.store(moved, Ordering::Relaxed);
+        self.magazine.free.push_owned(storage, chain);
+    }
+}
+
+impl Drop for Section<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Release pairs with a revoker's Acquire load of `active`.
+        self.magazine.active.store(0, Ordering::Release);
+    }
+}
+
+impl Revoked<'_> {
+    /// Takes everything out of the lists.
+    pub(crate) fn take<T>(&self, storage: &Storage<T>) -> Contents {
+        Contents {
+            free: self.magazine.free.take_owned(storage),
+            removed: self.magazine.removals.take_owned(),
+        }
+    }
+}
+
+impl Drop for Revoked<'_> {
+    fn drop(&mut self) {
+        // Release pairs with the Acquire load in the owner's next section
+        // (and in the next revoker's CAS): the lists are seen as left here.
+        self.magazine.revoking.store(0, Ordering::Release);
+    }
+}
