@@ -145,6 +145,32 @@ impl FreeList {
         }
     }
 
+    /// Takes every slot off the list at once, without walking it: returns
+    /// the first (the rest follow its links to `NIL`), or `None` if empty.
+    /// The caller owns the chain. The tag rises by one, as for a pop, so a
+    /// popper that read the old head fails its CAS even if that head is
+    /// pushed back later (the ABA case); the caller counts that step (see
+    /// `Section::refill`).
+    pub(crate) fn take_all(&self) -> Option<u32> {
+        // Acquire: as in `pop`; it covers the links of the whole chain (every
+        // push is in the head's release sequence).
+        let mut head = self.word.load(Ordering::Acquire);
+        loop {
+            if low(head) == NIL {
+                return None;
+            }
+            let new = pack(high(head).wrapping_add(1), NIL);
+            // Acquire on both outcomes: as in `pop`.
+            match self
+                .word
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return Some(low(head)),
+                Err(actual) => head = actual,
+            }
+        }
+    }
+
     /// Pushes a chain of `FREE` slots the caller owns, already linked
     /// `first` → … → `last`; `last`'s link is overwritten.
     pub(crate) fn push<T>(&self, storage: &Storage<T>, chain: Chain) {
@@ -195,14 +221,12 @@ impl FreeList {
         Some((index, slot, word, high(next)))
     }
 
-    /// Pushes a chain the caller owns onto an owned list: as [`push`](Self::push).
-    pub(crate) fn push_owned<T>(&self, storage: &Storage<T>, chain: Chain) {
+    /// Makes `first` (the head of a chain ending in `NIL`) the contents of an
+    /// owned list that is empty, keeping the pop count.
+    pub(crate) fn fill_owned(&self, first: u32) {
         let head = self.word.load(Ordering::Relaxed);
-        let last = &storage.slot(chain.last).word;
-        let word = SlotWord::from_bits(last.load(Ordering::Relaxed));
-        last.store(word.with_link(low(head)).to_bits(), Ordering::Relaxed);
-        self.word
-            .store(pack(high(head), chain.first), Ordering::Relaxed);
+        debug_assert_eq!(low(head), NIL, "fill_owned on a list that is not empty");
+        self.word.store(pack(high(head), first), Ordering::Relaxed);
     }
 
     /// Takes every slot off an owned list, as a chain, keeping the pop count.

@@ -12,8 +12,8 @@ pub(crate) struct Magazine {
     revoking: AtomicU64,
     free: FreeList,
     removals: RemovalBatch,
-    /// Slots moved in from the stripe's shared list, mod 2^32: the pops
-    /// minus these are the inserts through the magazine.
+    /// Refills from the stripe's shared list, mod 2^32: each raised that
+    /// list's pop count by one without an insert (see [`Section::refill`]).
     refilled: AtomicU64,
     /// The counts when a sweep last looked ([`Magazine::unchanged_since_last_sweep`]).
     swept: AtomicU64,
@@ -144,15 +144,14 @@ impl Section<'_> {
         &self.magazine.removals
     }
 
-    /// Moves `chain` (`count` slots the caller popped off the stripe's
-    /// shared list) onto the owned free list.
-    pub(crate) fn refill<T>(&self, storage: &Storage<T>, chain: Chain, count: u32) {
+    /// Fills the owned free list, which must be empty, with the chain
+    /// starting at `first`, which the caller took off the stripe's shared
+    /// list with [`FreeList::take_all`]. That take raised the shared list's
+    /// pop count by one without an insert: counted here as refilled.
+    pub(crate) fn refill(&self, first: u32) {
         let refilled = &self.magazine.refilled;
-        let moved = refilled
-            .load(Ordering::Relaxed)
-            .wrapping_add(u64::from(count));
-        refilled.store(moved, Ordering::Relaxed);
-        self.magazine.free.push_owned(storage, chain);
+        refilled.store(refilled.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        self.magazine.free.fill_owned(first);
     }
 }
 

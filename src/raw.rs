@@ -358,9 +358,8 @@ impl<T> RawPool<T> {
     }
 
     /// Pops a slot off the calling thread's own magazine, refilling it
-    /// first, if empty, with a run off the home stripe's shared list (one
-    /// CAS for up to a batch of inserts); `None` if both are empty or a
-    /// revoker holds the magazine.
+    /// first, if empty, with everything on the home stripe's shared list;
+    /// `None` if both are empty or a revoker holds the magazine.
     #[inline(always)]
     fn pop_from_magazine(&self, home: StripeIndex, magazine: &Magazine) -> Option<Acquired<'_, T>> {
         let (index, slot, word, pops) = {
@@ -368,9 +367,10 @@ impl<T> RawPool<T> {
             match section.free().pop_owned(&self.storage) {
                 Some(found) => found,
                 None => {
-                    let shared = &self.stripes[home].free;
-                    let (run, count) = shared.pop_run(&self.storage, self.config.batch)?;
-                    section.refill(&self.storage, run, count);
+                    // The whole shared list, with one CAS and no walk: a walk
+                    // is a chain of dependent loads, each a miss when another
+                    // thread touched the slot's line last.
+                    section.refill(self.stripes[home].free.take_all()?);
                     section.free().pop_owned(&self.storage)?
                 }
             }

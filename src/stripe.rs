@@ -47,8 +47,9 @@ impl Stripe {
     }
 
     /// Inserts through this stripe so far, mod 2^32: every insert pops
-    /// once, from the shared list or the magazine, and a move (to another
-    /// stripe, or into the magazine) pops without inserting.
+    /// once, from the shared list or the magazine; a move to another stripe
+    /// pops without inserting, and so does the step that moves the shared
+    /// list into the magazine (counted by the magazine).
     #[inline]
     fn inserts(&self) -> u32 {
         let moved_out = self.moved_out.load(Ordering::Relaxed) as u32;
