@@ -150,7 +150,10 @@ impl Section<'_> {
     /// pop count by one without an insert: counted here as refilled.
     pub(crate) fn refill(&self, first: u32) {
         let refilled = &self.magazine.refilled;
-        refilled.store(refilled.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        refilled.store(
+            refilled.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
         self.magazine.free.fill_owned(first);
     }
 }
