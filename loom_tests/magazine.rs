@@ -8,7 +8,9 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 
 use handle_pool::Config;
 
-use super::harness::{collect_garbage, explore, spawn_parked, DropLog, Pool, Recorder};
+use super::harness::{
+    collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Recorder,
+};
 
 /// Two stripes, each thread its own magazine; batches of four, so removals
 /// stay in a partial batch that only a revoker can seal.
@@ -96,4 +98,50 @@ fn a_full_pool_takes_the_slots_in_an_owners_magazine() {
         log.assert_each_dropped_once();
         owner.release();
     });
+}
+
+/// One stripe: the main thread (number 0) owns its magazine, the spawned
+/// thread (number 1) shares the stripe without one. Three free slots wait on
+/// the stripe's shared list. The spawned thread pops one with a CAS while
+/// the main thread, its magazine empty, takes the whole list into it with
+/// one CAS that does not walk it: each slot is handed out once, and none is
+/// lost (the teardown fills every slot and reads every value back).
+#[test]
+fn a_refill_racing_a_shared_pop_hands_each_slot_out_once() {
+    Model {
+        config: Config {
+            stripes: 1,
+            magazines: true,
+            ..Config::tiny(8, 4)
+        },
+        values: 7,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+            for id in 0..3 {
+                r.remove(pool, id);
+            }
+            // Frees all three at once onto the shared list.
+            pool.reclaim();
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 3);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 4);
+                r.insert(pool, 5);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            r.insert(pool, 6);
+            let mut indices: Vec<u32> = (3..7).map(|id| r.handle(id).index()).collect();
+            indices.sort_unstable();
+            indices.dedup();
+            assert_eq!(indices.len(), 4, "each slot handed out once");
+            r.observe_all(pool);
+        }),
+    }
+    .check("a_refill_racing_a_shared_pop_hands_each_slot_out_once");
 }
