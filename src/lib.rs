@@ -74,6 +74,8 @@ macro_rules! __serde_handle {
 #[doc = include_str!("../docs/lists.md")]
 #[doc = "\n# Stripes\n"]
 #[doc = include_str!("../docs/stripe.md")]
+#[doc = "\n# Magazines\n"]
+#[doc = include_str!("../docs/magazine.md")]
 #[doc = "\n# Reclamation\n"]
 #[doc = include_str!("../docs/reclaim.md")]
 pub mod design {}
