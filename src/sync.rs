@@ -216,7 +216,15 @@ mod membarrier {
     }
 
     pub(super) fn heavy() -> bool {
-        available() && membarrier(CMD_PRIVATE_EXPEDITED) == 0
+        if !available() {
+            return false;
+        }
+        if membarrier(CMD_PRIVATE_EXPEDITED) == 0 {
+            return true;
+        }
+        // A forked child may have inherited AVAILABLE without its own
+        // registration: register once more and retry.
+        membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0 && membarrier(CMD_PRIVATE_EXPEDITED) == 0
     }
 }
 

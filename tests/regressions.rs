@@ -155,3 +155,43 @@ fn clear_with_two_panicking_drops_unwinds_once() {
         "clear() aborted the process (panic while panicking)"
     );
 }
+
+/// A thread's number (which owns its magazine) is given back when its
+/// thread-locals are destroyed; a pool used later by another thread-local's
+/// destructor on that thread must still work, through the shared lists.
+#[test]
+fn a_pool_used_from_a_thread_local_destructor_still_works() {
+    use std::sync::OnceLock;
+    static POOL: OnceLock<HandlePool<u64>> = OnceLock::new();
+    let pool = POOL.get_or_init(HandlePool::new);
+    struct Late;
+    impl Drop for Late {
+        fn drop(&mut self) {
+            let pool = POOL.get().expect("set before the thread started");
+            let handles: Vec<Handle> = (0..100).map(|i| pool.insert(i)).collect();
+            for h in handles {
+                assert!(pool.remove(h));
+            }
+            pool.flush();
+        }
+    }
+    thread_local! {
+        static LATE: Late = const { Late };
+    }
+    for _ in 0..4 {
+        thread::spawn(move || {
+            LATE.with(|_| {});
+            // Uses the pool, so the thread's number (and magazine) exist.
+            let handles: Vec<Handle> = (0..100).map(|i| pool.insert(i)).collect();
+            for h in handles {
+                assert!(pool.remove(h));
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    pool.flush();
+    assert_eq!(pool.len(), 0);
+    let h = pool.insert(1);
+    assert_eq!(pool.get_cloned(h), Some(1));
+}
