@@ -43,6 +43,25 @@ impl Chain {
     }
 }
 
+/// The step a pop takes from the list word `head`: the first slot's index,
+/// the slot, its `FREE` word (read Relaxed: the caller says why that is
+/// enough) and the list word after it; `None` if the list is empty.
+#[inline(always)]
+fn pop_step<T>(storage: &Storage<T>, head: u64) -> Option<(u32, &Slot<T>, SlotWord, u64)> {
+    let index = low(head);
+    if index == NIL {
+        return None;
+    }
+    let slot = storage.slot(index);
+    let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+    Some((
+        index,
+        slot,
+        word,
+        pack(high(head).wrapping_add(1), word.link()),
+    ))
+}
+
 /// A tagged Treiber stack of `FREE` slots (see the module docs).
 pub(crate) struct FreeList {
     word: AtomicU64,
@@ -78,15 +97,9 @@ impl FreeList {
         // wrote, and the reclaimer's drop of the old value, are visible.
         let mut head = self.word.load(Ordering::Acquire);
         loop {
-            let index = low(head);
-            if index == NIL {
-                return None;
-            }
-            // Relaxed: the link was published by the Acquire load of `head`;
-            // if the slot has moved on since, the CAS below fails.
-            let slot = storage.slot(index);
-            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            let next = pack(high(head).wrapping_add(1), word.link());
+            // The link was published by the Acquire load of `head`; if the
+            // slot has moved on since, the CAS below fails.
+            let (index, slot, word, next) = pop_step(storage, head)?;
             // Acquire on both outcomes: as for the first load of `head`.
             match self
                 .word
@@ -207,16 +220,9 @@ impl FreeList {
         &self,
         storage: &'a Storage<T>,
     ) -> Option<(u32, &'a Slot<T>, SlotWord, u32)> {
-        let head = self.word.load(Ordering::Relaxed);
-        let index = low(head);
-        if index == NIL {
-            return None;
-        }
-        let slot = storage.slot(index);
-        // Relaxed: this thread put the slot here, or received it with the
-        // magazine; nobody else moves it while it is on an owned list.
-        let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-        let next = pack(high(head).wrapping_add(1), word.link());
+        // This thread put the slots here, or received them with the
+        // magazine; nobody else moves them while they are on an owned list.
+        let (index, slot, word, next) = pop_step(storage, self.word.load(Ordering::Relaxed))?;
         self.word.store(next, Ordering::Relaxed);
         Some((index, slot, word, high(next)))
     }
