@@ -89,29 +89,65 @@ pub(crate) fn thread_id() -> Option<usize> {
 
 #[cfg(not(all(test, handle_pool_loom)))]
 mod registry {
+    use std::cell::UnsafeCell;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
-    /// Numbers given back by exited threads, and the next never used.
-    static FREE: Mutex<(BinaryHeap<Reverse<usize>>, usize)> = Mutex::new((BinaryHeap::new(), 0));
+    /// Numbers given back by exited threads, and the next never used,
+    /// behind a small spin lock of our own. Not `std::sync::Mutex`: std is
+    /// not built with ThreadSanitizer here, so TSan cannot see that lock
+    /// and would report the numbers as racing (`ci/tsan.supp` suppresses
+    /// nothing of ours). The lock is taken twice in a thread's life.
+    struct Registry {
+        locked: AtomicBool,
+        free: UnsafeCell<(BinaryHeap<Reverse<usize>>, usize)>,
+    }
+
+    // SAFETY: `free` is only reached through `Registry::with`, which holds
+    // the lock for the whole access.
+    unsafe impl Sync for Registry {}
+
+    static REGISTRY: Registry = Registry {
+        locked: AtomicBool::new(false),
+        free: UnsafeCell::new((BinaryHeap::new(), 0)),
+    };
+
+    impl Registry {
+        fn with<R>(&self, f: impl FnOnce(&mut (BinaryHeap<Reverse<usize>>, usize)) -> R) -> R {
+            // Acquire pairs with the Release store in `Unlock::drop`: the
+            // previous holder's changes are visible.
+            while self
+                .locked
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                std::thread::yield_now();
+            }
+            struct Unlock<'a>(&'a AtomicBool);
+            impl Drop for Unlock<'_> {
+                fn drop(&mut self) {
+                    self.0.store(false, Ordering::Release);
+                }
+            }
+            let _unlock = Unlock(&self.locked);
+            // SAFETY: the lock is held until `_unlock` drops, after `f`.
+            f(unsafe { &mut *self.free.get() })
+        }
+    }
 
     /// A thread's number; given back when the thread's locals are destroyed.
     pub(super) struct Id(pub(super) usize);
 
     impl Id {
         fn take() -> Id {
-            // A poisoned lock still holds consistent numbers: each update
-            // is a single push or pop.
-            let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let (given_back, next) = &mut *free;
-            Id(match given_back.pop() {
+            Id(REGISTRY.with(|(given_back, next)| match given_back.pop() {
                 Some(Reverse(id)) => id,
                 None => {
                     *next += 1;
                     *next - 1
                 }
-            })
+            }))
         }
     }
 
@@ -119,8 +155,7 @@ mod registry {
         fn drop(&mut self) {
             // The lock orders this thread's last pool operations before the
             // first of the next thread given the number.
-            let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            free.0.push(Reverse(self.0));
+            REGISTRY.with(|(given_back, _)| given_back.push(Reverse(self.0)));
         }
     }
 
