@@ -15,7 +15,7 @@ pub(crate) struct Magazine {
     /// Refills from the stripe's shared list, mod 2^32: each raised that
     /// list's pop count by one without an insert (see [`Section::refill`]).
     refilled: AtomicU64,
-    /// The counts when a sweep last looked ([`Magazine::unchanged_since_last_sweep`]).
+    /// The counts when a sweep last looked ([`Magazine::idle_and_holding`]).
     swept: AtomicU64,
 }
 

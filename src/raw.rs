@@ -266,7 +266,8 @@ impl<T> RawPool<T> {
     /// Inserts `value`, or gives it back when the pool is full.
     #[inline]
     pub(crate) fn insert(&self, value: T) -> Result<Handle, T> {
-        match self.acquire() {
+        let (home, magazine) = self.stripes.home_and_magazine();
+        match self.acquire(home, magazine) {
             Some(acquired) => Ok(publish(acquired, value)),
             None => Err(value),
         }
@@ -276,8 +277,8 @@ impl<T> RawPool<T> {
     /// `f`, when the pool is full. If `f` unwinds, the generation it was
     /// shown is burnt and the slot given back.
     pub(crate) fn insert_with(&self, f: impl FnOnce(Handle) -> T) -> Option<Handle> {
-        let home = self.stripes.home();
-        let acquired = self.acquire()?;
+        let (home, magazine) = self.stripes.home_and_magazine();
+        let acquired = self.acquire(home, magazine)?;
         let (index, generation) = (acquired.index, acquired.generation);
         struct GiveBack<'a, T> {
             pool: &'a RawPool<T>,
@@ -346,8 +347,7 @@ impl<T> RawPool<T> {
     /// magazine, else its home stripe, else another stripe or fresh (see
     /// `acquire_slow`); `None` when the pool is full.
     #[inline]
-    fn acquire(&self) -> Option<Acquired<'_, T>> {
-        let (home, magazine) = self.stripes.home_and_magazine();
+    fn acquire(&self, home: StripeIndex, magazine: Option<&Magazine>) -> Option<Acquired<'_, T>> {
         if let Some(found) = magazine.and_then(|magazine| self.pop_from_magazine(home, magazine)) {
             return Some(found);
         }

@@ -5,7 +5,7 @@ use crossbeam_utils::CachePadded;
 use crate::lists::{FreeList, RemovalBatch};
 use crate::magazine::Magazine;
 use crate::storage::Storage;
-use crate::sync::{thread_id, thread_stripe_hint, AtomicIsize, AtomicU64, Ordering};
+use crate::sync::{thread_id, AtomicIsize, AtomicU64, Ordering};
 
 /// One stripe (see the module docs).
 pub(crate) struct Stripe {
@@ -181,7 +181,14 @@ impl Stripes {
     /// The calling thread's stripe.
     #[inline]
     pub(crate) fn home(&self) -> StripeIndex {
-        StripeIndex(thread_stripe_hint() & (self.stripes.len() - 1))
+        self.home_of(thread_id())
+    }
+
+    /// The home stripe of the thread numbered `id` (stripe 0 for a thread
+    /// past its thread-locals).
+    #[inline]
+    fn home_of(&self, id: Option<usize>) -> StripeIndex {
+        StripeIndex(id.unwrap_or(0) & (self.stripes.len() - 1))
     }
 
     /// The calling thread's home stripe and, if it owns one here, its
@@ -189,7 +196,7 @@ impl Stripes {
     #[inline]
     pub(crate) fn home_and_magazine(&self) -> (StripeIndex, Option<&Magazine>) {
         let id = thread_id();
-        let home = StripeIndex(id.unwrap_or(0) & (self.stripes.len() - 1));
+        let home = self.home_of(id);
         let owned = self.magazines && id.is_some_and(|id| id < self.stripes.len());
         (home, owned.then(|| &*self.stripes[home.0].magazine))
     }

@@ -164,13 +164,6 @@ mod registry {
     }
 }
 
-/// A small per-thread number used to pick a stripe (see `stripe`): the
-/// thread's number, or `0` for a thread past its thread-locals.
-#[inline]
-pub(crate) fn thread_stripe_hint() -> usize {
-    thread_id().unwrap_or(0)
-}
-
 /// The two halves of an asymmetric fence, for the magazine handshake (see
 /// `magazine`): an owner's frequent `light_fence` costs nothing at run
 /// time, and a revoker's rare `heavy_fence` makes every running thread of
