@@ -9,7 +9,8 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use handle_pool::Config;
 
 use super::harness::{
-    collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Recorder,
+    collect_garbage, explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached,
+    Recorder,
 };
 
 /// Two stripes, each thread its own magazine; batches of four, so removals
@@ -144,4 +145,51 @@ fn a_refill_racing_a_shared_pop_hands_each_slot_out_once() {
         }),
     }
     .check("a_refill_racing_a_shared_pop_hands_each_slot_out_once");
+}
+
+/// The back-pressure rounds seal the caller's own partial batches, its
+/// magazine's included, to wait for them. Thread A removes a value into its
+/// magazine's partial batch and seals it so, while the main thread flushes,
+/// which revokes A's magazine to seal the same batch. Exactly one of them
+/// takes it: each value is dropped exactly once, and none is left undropped
+/// once A is done and a flush runs.
+#[test]
+fn an_owner_sealing_its_partial_batch_races_a_flush() {
+    let by_owner = Reached::default();
+    let by_flush = Reached::default();
+    let (o, f) = (by_owner.clone(), by_flush.clone());
+    explore(
+        "an_owner_sealing_its_partial_batch_races_a_flush",
+        move || {
+            let log = DropLog::new(2);
+            let pool = Arc::new(Pool::with_config(with_magazines(None)));
+            let mut r = Recorder::new(Arc::clone(&log));
+            for id in 0..2 {
+                r.insert(&pool, id);
+            }
+            let owner = {
+                let (pool, o) = (Arc::clone(&pool), o.clone());
+                spawn_parked(move || {
+                    assert!(r.remove(&pool, 0));
+                    if pool.seal_own_partial_batches() {
+                        o.mark();
+                    }
+                })
+            };
+            pool.flush();
+            if log.drops(0) == 1 {
+                f.mark();
+            }
+            owner.finished();
+            pool.flush();
+            assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
+            assert_eq!(log.drops(1), 0, "the live value is not dropped");
+            drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+            collect_garbage();
+            log.assert_each_dropped_once();
+            owner.release();
+        },
+    );
+    by_owner.assert("the owner sealed its partial batch");
+    by_flush.assert("the flush took the owner's partial batch");
 }

@@ -88,9 +88,14 @@ impl Magazine {
         unchanged && self.holds_anything()
     }
 
+    /// Whether the removal batch looks non-empty (a hint).
+    pub(crate) fn has_removals(&self) -> bool {
+        !RemovalBatch::is_empty_word(self.removals.word())
+    }
+
     /// Whether the lists look non-empty (a hint).
     pub(crate) fn holds_anything(&self) -> bool {
-        !self.free.looks_empty() || !RemovalBatch::is_empty_word(self.removals.word())
+        !self.free.looks_empty() || self.has_removals()
     }
 
     /// Takes the magazine from its owner, waiting up to `patience` yields

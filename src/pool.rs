@@ -392,6 +392,12 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.len()
     }
 
+    /// For the loom models: see `RawPool::seal_own_partial_batches`.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn seal_own_partial_batches(&self) -> bool {
+        self.raw.seal_own_partial_batches()
+    }
+
     /// For the loom models: see `RawPool::quiet_stripes`.
     #[cfg(all(test, handle_pool_loom))]
     pub(crate) fn quiet_stripes(&self) {

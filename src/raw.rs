@@ -163,6 +163,13 @@ impl<T> RawPool<T> {
         self.stripes.note_inserts();
     }
 
+    /// For the loom models, which cannot reach the back-pressure rounds:
+    /// seals the calling thread's partial batches as those rounds do.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn seal_own_partial_batches(&self) -> bool {
+        self.seal_own(self.stripes.home())
+    }
+
     /// The sum of the stripes' length shares: exact when no operation is in
     /// flight. The shares are read one after another, so under concurrency
     /// a remove may be seen without its insert; such a transient underflow
@@ -425,15 +432,21 @@ impl<T> RawPool<T> {
                 }
             }
         }
-        // A quiet stripe's slots are nobody's next inserts: take them.
-        if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
-            return Some(found);
+        // A thread that removed nothing it is still waiting for takes a
+        // quiet stripe's slots: they are nobody's next inserts. A thread
+        // whose own removed slots are on their way keeps to them: taking
+        // another stripe's interleaves two threads' slots in memory, and
+        // every later operation on either pays for lines the other wrote,
+        // for as long as the slots keep cycling (two churning threads ran at
+        // 50 million pairs per second so, 75–80 without: BENCHES.md, "Slots
+        // stay with their stripe"). A stripe looks quiet for a moment while
+        // its thread flushes or reclaims, so quiet is not enough. Growing a
+        // little costs less, until reclamation is behind.
+        if !self.own_on_the_way(home) {
+            if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
+                return Some(found);
+            }
         }
-        // A busy stripe keeps its slots: they are its owner's next inserts,
-        // and taking them interleaves two running threads' slots in memory,
-        // which slows every later operation on both (BENCHES.md, "Why churn
-        // does not scale"). Growing a little costs less, until reclamation
-        // is behind.
         if !self.reclamation_is_behind() {
             return None;
         }
@@ -442,8 +455,24 @@ impl<T> RawPool<T> {
         // pinned may be holding back for a whole time slice, or sit in the
         // hands of a thread preempted while it reclaims them (nothing in
         // flight then, and nothing to see). Give the CPU away a few times,
-        // so that thread can run, looking again each time.
+        // so that thread can run, looking again each time. Meanwhile the
+        // home stripe is not quiet: what it waits for is its own.
+        let _waiting = self.stripes[home].waiting();
         for _ in 0..BEHIND_ROUNDS {
+            // Our own batches first, without giving the CPU away: two pushes
+            // of the epoch release them unless a pinned thread holds it back.
+            // A partial batch is sealed, to wait for. Only a thread with
+            // nothing of its own on the way takes a quiet stripe's slots.
+            if self.reclaimer.in_flight_of(home) > 0 || self.seal_own(home) {
+                self.reclaimer.advance_epoch_twice();
+                if self.reclaim_into(home, home) {
+                    if let Some(found) = self.pop_from(home) {
+                        return Some(found);
+                    }
+                }
+            } else if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
+                return Some(found);
+            }
             // Notes on both sides of the yield: a stripe nobody inserted
             // through while this thread was off the CPU is quiet (its
             // threads are idle or preempted too), and taken from below,
@@ -461,15 +490,43 @@ impl<T> RawPool<T> {
                     return Some(found);
                 }
             }
-            if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
-                return Some(found);
-            }
             if !self.reclamation_is_behind() {
                 return None;
             }
         }
         // Still behind: busy stripes' slots too, rather than grow.
         self.take_from_others(home, Take::Any)
+    }
+
+    /// Whether slots removed through `home` will come back to it: sealed
+    /// batches in flight, or a partial batch, the calling thread's magazine's
+    /// or the shared one (a hint, from Relaxed loads).
+    fn own_on_the_way(&self, home: StripeIndex) -> bool {
+        let (_, magazine) = self.stripes.home_and_magazine();
+        self.reclaimer.in_flight_of(home) > 0
+            || !RemovalBatch::is_empty_word(self.stripes[home].removals.word())
+            || magazine.is_some_and(Magazine::has_removals)
+    }
+
+    /// Seals the partial removal batches on `home`, the calling thread's
+    /// magazine's and the shared one, and defers them; returns whether
+    /// there were any.
+    fn seal_own(&self, home: StripeIndex) -> bool {
+        let mut sealed = false;
+        let (_, magazine) = self.stripes.home_and_magazine();
+        if let Some(section) = magazine.and_then(Magazine::enter) {
+            let batch = section.removals().take_owned();
+            drop(section);
+            if let Some(batch) = batch {
+                self.reclaimer.defer(home, batch);
+                sealed = true;
+            }
+        }
+        if let Some(batch) = self.stripes[home].removals.take_all() {
+            self.reclaimer.defer(home, batch);
+            sealed = true;
+        }
+        sealed
     }
 
     /// Moves reusable slots of another stripe to `home` and pops one there:
@@ -559,10 +616,10 @@ impl<T> RawPool<T> {
     /// and adopts its sealed batches (defers grace markers for them here and
     /// flushes: its owner may have gone idle with its own markers in its
     /// local bag). Then, if the stripe is `from` itself or quiet, reclaims
-    /// its batches past their grace period onto `from`'s free list; a busy
-    /// stripe's batches are left to its own threads, since walking them
-    /// would pull their slots' lines away from the threads about to reuse
-    /// them. Else pushes the epoch if batches are waiting for it. Returns
+    /// its batches past their grace period onto its own free list (slots
+    /// stay with their stripe: see `find_reusable`); a busy stripe's batches
+    /// are left to its own threads, since walking them would pull their
+    /// slots' lines away from the threads about to reuse them. Else pushes the epoch if batches are waiting for it. Returns
     /// whether it pushed the epoch (which flushed this thread's bag). Run
     /// once per `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed
     /// batches on each stripe, so a removed value is dropped after a bounded
@@ -589,7 +646,7 @@ impl<T> RawPool<T> {
             }
             pushed = self.reclaimer.adopt([target]);
         }
-        if (target == from || stripe.is_quiet()) && self.reclaim_into(target, from) {
+        if (target == from || stripe.is_quiet()) && self.reclaim_into(target, target) {
             return pushed;
         }
         if !pushed && self.reclaimer.in_flight() > 0 {

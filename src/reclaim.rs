@@ -220,6 +220,24 @@ impl Reclaimer {
         self.pin().flush();
     }
 
+    /// Pushes the epoch twice (re-pinning between the pushes, which lets the
+    /// second one advance it again): enough for the markers this thread
+    /// flushes now to run, unless another thread pinned holds it back.
+    pub(crate) fn advance_epoch_twice(&self) {
+        let mut guard = self.pin();
+        guard.flush();
+        guard.repin();
+        guard.flush();
+    }
+
+    /// Batches of `stripe` sealed and not yet past their grace period (a
+    /// hint, from Relaxed loads).
+    pub(crate) fn in_flight_of(&self, stripe: StripeIndex) -> u64 {
+        let batches = &self.header.stripes[stripe.get()];
+        let count = batches.count.load(Ordering::Relaxed);
+        count.saturating_sub(batches.graced.load(Ordering::Relaxed))
+    }
+
     /// Batches sealed and not yet past their grace period, pool-wide (a
     /// hint, from Relaxed loads of each stripe's numbers: no counter shared
     /// by every stripe is written per batch).

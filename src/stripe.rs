@@ -5,7 +5,7 @@ use crossbeam_utils::CachePadded;
 use crate::lists::{FreeList, RemovalBatch};
 use crate::magazine::Magazine;
 use crate::storage::Storage;
-use crate::sync::{thread_id, AtomicIsize, AtomicU64, Ordering};
+use crate::sync::{thread_id, AtomicIsize, AtomicU32, AtomicU64, Ordering};
 
 /// One stripe (see the module docs).
 pub(crate) struct Stripe {
@@ -15,6 +15,9 @@ pub(crate) struct Stripe {
     /// Slots other threads moved off the free list ([`Stripes::move_run`]),
     /// mod 2^32: the pops minus these are the stripe's inserts.
     moved_out: AtomicU64,
+    /// Threads of this stripe in back-pressure rounds (see `raw`): they are
+    /// waiting for their own batches, so the stripe is not quiet.
+    waiting: AtomicU32,
     /// The removal batch's word when a sweep last looked (see `raw`'s
     /// `sweep`): a batch unchanged between two looks is sealed.
     swept: AtomicU64,
@@ -39,6 +42,7 @@ impl Stripe {
             removals: RemovalBatch::new(),
             corrections: AtomicIsize::new(0),
             moved_out: AtomicU64::new(0),
+            waiting: AtomicU32::new(0),
             swept: AtomicU64::new(0),
             noted_inserts: AtomicU64::new(0),
             quiet_at: AtomicU64::new(NOT_QUIET),
@@ -93,6 +97,7 @@ impl Stripe {
     #[inline]
     pub(crate) fn is_quiet(&self) -> bool {
         self.quiet_at.load(Ordering::Relaxed) == u64::from(self.inserts())
+            && self.waiting.load(Ordering::Relaxed) == 0
     }
 
     /// This stripe's share of the length, mod 2^32 (see the module docs).
@@ -104,10 +109,26 @@ impl Stripe {
             .wrapping_add(corrections)
     }
 
+    /// Marks a thread of this stripe as in back-pressure rounds until the
+    /// returned value drops: the stripe is not quiet meanwhile.
+    pub(crate) fn waiting(&self) -> Waiting<'_> {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(&self.waiting)
+    }
+
     /// Records a length change that bypassed the pops and batches.
     #[inline]
     pub(crate) fn adjust_len(&self, delta: isize) {
         self.corrections.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+/// A thread in back-pressure rounds (see [`Stripe::waiting`]).
+pub(crate) struct Waiting<'a>(&'a AtomicU32);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
