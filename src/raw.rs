@@ -48,7 +48,9 @@ const REVOKE_PATIENCE: u32 = 2;
 /// Which other stripes an insert may take reusable slots from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Take {
-    /// Only quiet ones (see [`Stripe::is_quiet`](crate::stripe::Stripe::is_quiet)).
+    /// Only quiet ones (see [`Stripe::is_quiet`](crate::stripe::Stripe::is_quiet)),
+    /// and only if none of the home stripe's removed slots are on their way
+    /// back to it (see `find_reusable`).
     QuietOnly,
     /// Any, busy ones included.
     Any,
@@ -442,10 +444,8 @@ impl<T> RawPool<T> {
         // stay with their stripe"). A stripe looks quiet for a moment while
         // its thread flushes or reclaims, so quiet is not enough. Growing a
         // little costs less, until reclamation is behind.
-        if !self.own_on_the_way(home) {
-            if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
-                return Some(found);
-            }
+        if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
+            return Some(found);
         }
         if !self.reclamation_is_behind() {
             return None;
@@ -532,12 +532,17 @@ impl<T> RawPool<T> {
     /// Moves reusable slots of another stripe to `home` and pops one there:
     /// a run off its free list, else its ready batches.
     fn take_from_others(&self, home: StripeIndex, take: Take) -> Option<Acquired<'_, T>> {
+        // Looked up at the first quiet stripe with something to take.
+        let mut own_on_the_way = None;
         for other in self.stripes.others(home) {
             let has_free = !self.stripes[other].free.looks_empty();
             if !has_free && !self.reclaimer.has_ready(other) {
                 continue;
             }
-            if take == Take::QuietOnly && !self.stripes[other].is_quiet() {
+            if take == Take::QuietOnly
+                && (!self.stripes[other].is_quiet()
+                    || *own_on_the_way.get_or_insert_with(|| self.own_on_the_way(home)))
+            {
                 continue;
             }
             let moved = has_free
