@@ -624,8 +624,9 @@ impl<T> RawPool<T> {
     /// its batches past their grace period onto its own free list (slots
     /// stay with their stripe: see `find_reusable`); a busy stripe's batches
     /// are left to its own threads, since walking them would pull their
-    /// slots' lines away from the threads about to reuse them. Else pushes the epoch if batches are waiting for it. Returns
-    /// whether it pushed the epoch (which flushed this thread's bag). Run
+    /// slots' lines away from the threads about to reuse them. Else pushes
+    /// the epoch if batches are waiting for it. Returns whether it pushed
+    /// the epoch (which flushed this thread's bag). Run
     /// once per `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed
     /// batches on each stripe, so a removed value is dropped after a bounded
     /// number of later operations: its own stripe's sweeps reach it, and
