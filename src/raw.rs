@@ -384,14 +384,29 @@ impl<T> RawPool<T> {
                 }
             }
         };
+        Some(self.popped(home, index, slot, word, pops))
+    }
+
+    /// A slot just popped off one of `stripe`'s lists, whose pop count is
+    /// now `pops`, as an acquired slot; runs the sweep due every
+    /// `SWEEP_EVERY_POPS` pops.
+    #[inline(always)]
+    fn popped<'a>(
+        &'a self,
+        stripe: StripeIndex,
+        index: u32,
+        slot: &'a Slot<T>,
+        word: SlotWord,
+        pops: u32,
+    ) -> Acquired<'a, T> {
         if pops % SWEEP_EVERY_POPS == 0 {
-            self.sweep_on_pops(home, pops / SWEEP_EVERY_POPS);
+            self.sweep_on_pops(stripe, pops / SWEEP_EVERY_POPS);
         }
-        Some(Acquired {
+        Acquired {
             index,
             slot,
             generation: word.generation() + 1,
-        })
+        }
     }
 
     /// Reusable slots first, in order of cost; fresh slots only when
@@ -522,11 +537,17 @@ impl<T> RawPool<T> {
                 sealed = true;
             }
         }
-        if let Some(batch) = self.stripes[home].removals.take_all() {
-            self.reclaimer.defer(home, batch);
-            sealed = true;
-        }
-        sealed
+        self.seal_shared(home) || sealed
+    }
+
+    /// Seals `stripe`'s shared partial batch, if any, and defers it;
+    /// returns whether there was one.
+    fn seal_shared(&self, stripe: StripeIndex) -> bool {
+        let Some(batch) = self.stripes[stripe].removals.take_all() else {
+            return false;
+        };
+        self.reclaimer.defer(stripe, batch);
+        true
     }
 
     /// Moves reusable slots of another stripe to `home` and pops one there:
@@ -591,14 +612,7 @@ impl<T> RawPool<T> {
     #[inline(always)]
     fn pop_from(&self, stripe: StripeIndex) -> Option<Acquired<'_, T>> {
         let (index, slot, word, pops) = self.stripes[stripe].free.pop(&self.storage)?;
-        if pops % SWEEP_EVERY_POPS == 0 {
-            self.sweep_on_pops(stripe, pops / SWEEP_EVERY_POPS);
-        }
-        Some(Acquired {
-            index,
-            slot,
-            generation: word.generation() + 1,
-        })
+        Some(self.popped(stripe, index, slot, word, pops))
     }
 
     /// The sweep due once per `SWEEP_EVERY_POPS` pops of a stripe. It also
@@ -671,9 +685,7 @@ impl<T> RawPool<T> {
             if self.stripes.have_magazines() && self.stripes[stripe].magazine.holds_anything() {
                 self.empty_magazine(stripe, REVOKE_PATIENCE);
             }
-            if let Some(batch) = self.stripes[stripe].removals.take_all() {
-                self.reclaimer.defer(stripe, batch);
-            }
+            self.seal_shared(stripe);
         }
         self.reclaimer.adopt(self.stripes.all_from(home));
         self.reclaimer.settle();
