@@ -145,7 +145,11 @@ fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
 
         let sealer_reclaimer = Arc::clone(&reclaimer);
         let sealer = thread::spawn(move || {
-            let batch = SealedBatch { head: 0, count: 1 };
+            let batch = SealedBatch {
+                head: 0,
+                count: 1,
+                last: 0,
+            };
             assert_eq!(sealer_reclaimer.seal_without_marker(stripe, batch), 1);
         });
         reclaimer.grace_as_adopter(stripe);

@@ -22,6 +22,7 @@
 mod harness;
 mod history;
 
+mod drop_free;
 mod insert;
 mod iterate;
 mod lists;

@@ -2,7 +2,7 @@
 
 use crate::slot::{Slot, SlotWord, NIL};
 use crate::storage::Storage;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 #[inline(always)]
 const fn pack(high: u32, low: u32) -> u64 {
@@ -253,6 +253,13 @@ impl FreeList {
         self.word.store(pack(high(head), NIL), Ordering::Relaxed);
         Some(Chain { first, last })
     }
+    /// Empties an owned list (or any list, under `&mut` on the pool)
+    /// without walking it, keeping the pop count: for a caller that finds
+    /// the slots again by scanning.
+    pub(crate) fn clear_owned(&self) {
+        let head = self.word.load(Ordering::Relaxed);
+        self.word.store(pack(high(head), NIL), Ordering::Relaxed);
+    }
 }
 
 /// A sealed batch of `REMOVED` slots, linked from `head`, `count` long.
@@ -260,6 +267,11 @@ impl FreeList {
 pub(crate) struct SealedBatch {
     pub(crate) head: u32,
     pub(crate) count: u32,
+    /// The slot at the end of the batch (its link is `NIL`), if known:
+    /// an owned batch records it, a shared one cannot (its first pusher
+    /// learns it was first only when its CAS succeeds, after a sealer may
+    /// have taken the batch). `NIL` if not known.
+    pub(crate) last: u32,
 }
 
 /// The batch of removed slots a stripe is filling (see the module docs).
@@ -267,6 +279,8 @@ pub(crate) struct RemovalBatch {
     word: AtomicU64,
     /// Slots ever sealed or taken off (mod 2^32 is what counts).
     sealed: AtomicU64,
+    /// An owned batch's last slot, the first pushed (see `SealedBatch::last`).
+    last: AtomicU32,
 }
 
 impl RemovalBatch {
@@ -274,6 +288,7 @@ impl RemovalBatch {
         RemovalBatch {
             word: AtomicU64::new(pack(0, NIL)),
             sealed: AtomicU64::new(0),
+            last: AtomicU32::new(NIL),
         }
     }
 
@@ -322,7 +337,11 @@ impl RemovalBatch {
             {
                 Ok(_) if total >= size => {
                     self.sealed.fetch_add(total as u64, Ordering::Relaxed);
-                    return Some(SealedBatch { head, count: total });
+                    return Some(SealedBatch {
+                        head,
+                        count: total,
+                        last: NIL,
+                    });
                 }
                 Ok(_) => return None,
                 Err(actual) => {
@@ -361,6 +380,7 @@ impl RemovalBatch {
         Some(SealedBatch {
             head: low(seen),
             count: high(seen),
+            last: NIL,
         })
     }
 
@@ -372,6 +392,7 @@ impl RemovalBatch {
         (low(taken) != NIL).then(|| SealedBatch {
             head: low(taken),
             count: high(taken),
+            last: NIL,
         })
     }
 }
@@ -390,14 +411,14 @@ impl RemovalBatch {
     #[inline(always)]
     pub(crate) fn push_owned(&self, index: u32, size: u32) -> Option<SealedBatch> {
         let total = high(self.word.load(Ordering::Relaxed)) + 1;
+        if total == 1 {
+            self.last.store(index, Ordering::Relaxed);
+        }
         if total < size {
             self.word.store(pack(total, index), Ordering::Relaxed);
             return None;
         }
-        self.take_owned_counting(SealedBatch {
-            head: index,
-            count: total,
-        })
+        self.take_owned_counting(pack(total, index))
     }
 
     /// Takes whatever an owned batch holds.
@@ -406,14 +427,17 @@ impl RemovalBatch {
         if low(word) == NIL {
             return None;
         }
-        self.take_owned_counting(SealedBatch {
-            head: low(word),
-            count: high(word),
-        })
+        self.take_owned_counting(word)
     }
 
+    /// Empties an owned batch whose word is `word` and returns it.
     #[inline(always)]
-    fn take_owned_counting(&self, batch: SealedBatch) -> Option<SealedBatch> {
+    fn take_owned_counting(&self, word: u64) -> Option<SealedBatch> {
+        let batch = SealedBatch {
+            head: low(word),
+            count: high(word),
+            last: self.last.load(Ordering::Relaxed),
+        };
         let sealed = self.sealed.load(Ordering::Relaxed);
         self.sealed.store(
             sealed.wrapping_add(u64::from(batch.count)),

@@ -123,16 +123,17 @@ impl Magazine {
         Some(revoked)
     }
 
-    /// Empties the removal batch without a handshake, for an exclusive
-    /// reclamation that finds the removed slots by scanning; the free list
-    /// stays (its slots stay free).
+    /// Empties both lists without a handshake, for an exclusive
+    /// reclamation that finds their slots by scanning (see
+    /// `RawPool::reclaim_all`); the pop and removal counts stay.
     ///
     /// # Safety
     ///
     /// No section and no revoker may run meanwhile: the caller holds the
     /// pool by `&mut`.
-    pub(crate) unsafe fn discard_removals(&self) -> Option<SealedBatch> {
-        self.removals.take_owned()
+    pub(crate) unsafe fn discard(&self) {
+        self.free.clear_owned();
+        let _ = self.removals.take_owned();
     }
 }
 

@@ -848,6 +848,9 @@ impl<T> RawPool<T> {
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
             return false;
         }
+        if self.retires_on_removal(handle) {
+            return self.remove_and_retire(slot, handle);
+        }
         let (home, magazine) = self.stripes.home_and_magazine();
         if let Some(section) = magazine.and_then(Magazine::enter) {
             let removals = section.removals();
@@ -881,6 +884,25 @@ impl<T> RawPool<T> {
         true
     }
 
+    /// Whether removing `handle` retires its slot at once: a value without
+    /// drop glue at the generation limit (see `Slot::try_remove_and_retire`).
+    #[inline(always)]
+    fn retires_on_removal(&self, handle: Handle) -> bool {
+        !core::mem::needs_drop::<T>() && handle.generation() >= self.config.max_generation
+    }
+
+    /// Removes a value that [`retires_on_removal`](Self::retires_on_removal);
+    /// `false` if it was not there.
+    #[cold]
+    fn remove_and_retire(&self, slot: &Slot<T>, handle: Handle) -> bool {
+        if !slot.try_remove_and_retire(handle) {
+            return false;
+        }
+        // The insert was counted by its pop; no batch counts this removal.
+        self.stripes[self.stripes.home()].adjust_len(-1);
+        true
+    }
+
     /// Hands a batch this thread just sealed to reclamation, and sweeps once
     /// per `SWEEP_EVERY_SEALS` batches, pushing the epoch: that flushes this
     /// thread's grace markers to the global queue, one flush for four
@@ -905,6 +927,7 @@ impl<T> RawPool<T> {
             tail: None,
             count: 0,
         };
+        let mut retired = 0;
         for handle in handles {
             let Some(slot) = self.storage.get(handle.index()) else {
                 continue;
@@ -913,13 +936,17 @@ impl<T> RawPool<T> {
             if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
                 continue;
             }
+            if self.retires_on_removal(handle) {
+                retired += usize::from(self.remove_and_retire(slot, handle));
+                continue;
+            }
             if slot.try_remove(handle, chain.head) {
                 chain.head = handle.index();
                 chain.tail.get_or_insert((slot, generation));
                 chain.count += 1;
             }
         }
-        chain.count as usize
+        chain.count as usize + retired
     }
 
     // ---- Exclusive access ----------------------------------------------
@@ -960,6 +987,12 @@ impl<T> RawPool<T> {
     /// slot reusable at once; with `live`, the values still in the pool too
     /// (`clear` and the pool's drop), in the same pass. Every value is
     /// dropped, even if some `Drop` panics; returns the first such panic.
+    ///
+    /// The free lists are rebuilt from the slot words, all onto the calling
+    /// thread's stripe: a scan cannot tell a `REMOVED` slot whose removal is
+    /// pending from one of a drop-free value already on a free list (see
+    /// `reclaim::reclaim_batch`), so it empties every list and relinks every
+    /// vacant slot it finds.
     pub(crate) fn reclaim_all(&mut self, live: bool) -> Option<Panic> {
         // Batches sealed before this point are reclaimed here; when the
         // collector releases them later, their era says so.
@@ -967,8 +1000,9 @@ impl<T> RawPool<T> {
         for stripe in self.stripes.all_from(self.stripes.home()) {
             // Their slots are found by the scan below.
             let _ = self.stripes[stripe].removals.take_all();
+            self.stripes[stripe].free.clear_owned();
             // SAFETY: `&mut self`: no section or revoker runs.
-            let _ = unsafe { self.stripes[stripe].magazine.discard_removals() };
+            unsafe { self.stripes[stripe].magazine.discard() };
         }
         let max_generation = self.config.max_generation;
         let mut free = None;
@@ -976,21 +1010,33 @@ impl<T> RawPool<T> {
         let mut cleared = 0isize;
         for (index, slot) in self.storage.slots(self.slots_used()) {
             let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            match word.state() {
-                State::Removed => {}
-                State::Occupied if live => cleared += 1,
-                _ => continue,
-            }
-            // SAFETY: the value is initialised (REMOVED or OCCUPIED), and
-            // `&mut self` proves no reference to it is left; a REMOVED slot's
-            // batch, wherever it is, belongs to an earlier era now and will
-            // not be reclaimed again.
-            let (vacant, panic) =
-                unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
+            let vacant = match word.state() {
+                State::Free => {
+                    let relinked = word.with_link(Chain::link_to(free));
+                    // Relaxed: published by the free list's push below.
+                    slot.word.store(relinked.to_bits(), Ordering::Relaxed);
+                    relinked
+                }
+                State::Occupied if !live => continue,
+                State::Occupied | State::Removed => {
+                    cleared += isize::from(word.state() == State::Occupied);
+                    // SAFETY: the value is initialised (REMOVED or OCCUPIED:
+                    // a REMOVED drop-free value on a free list was never
+                    // dropped or overwritten either), and `&mut self` proves
+                    // no reference to it is left; a REMOVED slot's batch,
+                    // wherever it is, belongs to an earlier era now and will
+                    // not be reclaimed again.
+                    let (vacant, panic) = unsafe {
+                        slot.reclaim(word.generation(), Chain::link_to(free), max_generation)
+                    };
+                    first_panic = first_panic.or(panic);
+                    vacant
+                }
+                State::Exhausted => continue,
+            };
             if vacant.state() == State::Free {
                 free = Some(Chain::prepend(free, index));
             }
-            first_panic = first_panic.or(panic);
         }
         let home = self.stripes.home();
         if let Some(chain) = free {

@@ -6,7 +6,7 @@ use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
 
 use crate::lists::{Chain, SealedBatch};
-use crate::slot::{SlotWord, State};
+use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
 use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering};
@@ -312,12 +312,32 @@ impl Reclaimer {
 
 /// Reclaims a batch whose grace period is over: drops the values, vacates
 /// the slots, and returns `free` with the slots that became `FREE` in front.
+///
+/// A batch of values without drop glue whose last slot is known is not
+/// walked: it goes in front of `free` as it is, its words still `REMOVED`,
+/// which every pop treats as `FREE` (same generation, link in the same
+/// bits). There is nothing to drop, and no slot to retire: a removal at
+/// the generation limit retired its slot at once and joined no batch
+/// (`Slot::try_remove_and_retire`). Under churn the walk was a sixth of
+/// the instructions per insert and remove pair.
 fn reclaim_batch<T>(
     storage: &Storage<T>,
     batch: SealedBatch,
     max_generation: u32,
     mut free: Option<Chain>,
 ) -> Option<Chain> {
+    if !core::mem::needs_drop::<T>() && batch.last != NIL {
+        if let Some(free) = free {
+            let last = &storage.slot(batch.last).word;
+            // Relaxed: as for the walk below; the batch is ours.
+            let word = SlotWord::from_bits(last.load(Ordering::Relaxed));
+            last.store(word.with_link(free.first).to_bits(), Ordering::Relaxed);
+        }
+        return Some(Chain {
+            first: batch.head,
+            last: free.map_or(batch.last, |free| free.last),
+        });
+    }
     let mut index = batch.head;
     for _ in 0..batch.count {
         let slot = storage.slot(index);

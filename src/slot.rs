@@ -179,6 +179,26 @@ impl<T> Slot<T> {
             .is_ok()
     }
 
+    /// `remove`'s CAS for a value without drop glue at the generation
+    /// limit: `OCCUPIED(handle)` to `EXHAUSTED`, at once. The slot is never
+    /// reused, so nothing can overwrite the value under a reader still
+    /// holding a reference, and there is nothing to drop: no grace period is
+    /// needed, and the slot joins no batch. (Batches of such values are
+    /// reused without a walk, which is where a walk would have retired it:
+    /// see `reclaim::reclaim_batch`.)
+    #[inline]
+    pub(crate) fn try_remove_and_retire(&self, handle: Handle) -> bool {
+        // Acquire: as in `try_remove`.
+        self.word
+            .compare_exchange(
+                SlotWord::occupied(handle).to_bits(),
+                SlotWord::exhausted(handle.generation()).to_bits(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// Writes a value into a slot its caller owns.
     ///
     /// # Safety

@@ -514,3 +514,96 @@ fn two_churning_threads_keep_to_their_own_slots() {
         "{shared} of {used} groups of 8 slots were used by both churning threads"
     );
 }
+
+/// Values without drop glue: a batch past its grace period goes onto a
+/// free list unwalked, its slots still marked removed. Then an exclusive
+/// reclamation (`run`) must list each vacant slot exactly once, whether it
+/// waits on a stripe's list, in a thread's magazine or in a pending batch:
+/// every vacant slot is reused before the pool grows, and no two live
+/// values share a slot.
+fn unwalked_batches_then(config: Config, run: impl Fn(&mut HandlePool<u64>)) {
+    let mut pool: HandlePool<u64> = HandlePool::with_config(config);
+    let first: Vec<_> = (0..1000).map(|i| pool.insert(i)).collect();
+    for &h in &first {
+        assert!(pool.remove(h));
+    }
+    // Past their grace period: onto the stripe's free list, as they are.
+    pool.flush();
+    // The first of these moves that list into this thread's magazine.
+    let mut live: Vec<_> = (0..300).map(|i| (pool.insert(i), i)).collect();
+    // Pending removals, in a partial or sealed batch.
+    for (h, _) in live.drain(..100) {
+        assert!(pool.remove(h));
+    }
+    run(&mut pool);
+    live.retain(|&(h, _)| pool.contains(h));
+    assert_eq!(pool.len(), live.len());
+    let capacity = pool.capacity();
+    let vacant = capacity - pool.len();
+    for i in 0..vacant as u64 {
+        live.push((pool.insert(1_000_000 + i), 1_000_000 + i));
+    }
+    assert_eq!(
+        pool.capacity(),
+        capacity,
+        "{vacant} inserts grew a pool that had {vacant} vacant slots: a slot was lost"
+    );
+    let mut indices = std::collections::HashSet::new();
+    for &(h, value) in &live {
+        assert!(
+            indices.insert(h.handle().index()),
+            "two live values in slot {}: a slot was listed twice",
+            h.handle().index()
+        );
+        assert_eq!(pool.get_cloned(h), Some(value));
+    }
+}
+
+#[test]
+fn reclaim_lists_each_slot_of_an_unwalked_batch_once() {
+    let _serial = serial();
+    let configs = [
+        Config::default(),
+        common::with_batch(8),
+        common::striped(u32::MAX >> 2, u32::MAX, 8),
+    ];
+    for config in configs {
+        unwalked_batches_then(config, |pool| pool.reclaim());
+        unwalked_batches_then(config, |pool| pool.clear());
+    }
+}
+
+/// A value without drop glue removed at the generation limit retires its
+/// slot at once (it joins no batch, which a later reuse would not walk):
+/// its handle is stale, the length drops, and the slot is never reused.
+#[test]
+fn a_drop_free_value_at_the_generation_limit_retires_its_slot() {
+    let _serial = serial();
+    for magazines in [false, true] {
+        let config = Config {
+            max_slots: 1,
+            magazines,
+            ..Config::tiny(2, 64)
+        };
+        let pool: HandlePool<u64> = HandlePool::with_config(config);
+        let first = pool.insert(1);
+        assert!(pool.remove(first));
+        pool.flush();
+        let second = pool.insert(2);
+        assert_eq!(second.handle().generation(), 2, "the slot was reused");
+        let remover = |h| {
+            if magazines {
+                pool.remove(h)
+            } else {
+                pool.remove_many(&[h]) == 1
+            }
+        };
+        assert!(remover(second));
+        assert!(!remover(second), "removed twice");
+        assert!(!pool.contains(second));
+        assert!(pool.is_empty());
+        pool.flush();
+        assert!(pool.try_insert(3).is_err(), "a retired slot was reused");
+        assert!(pool.is_empty());
+    }
+}
