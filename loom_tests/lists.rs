@@ -148,7 +148,7 @@ fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
             let batch = SealedBatch {
                 head: 0,
                 count: 1,
-                last: 0,
+                last: NIL,
             };
             assert_eq!(sealer_reclaimer.seal_without_marker(stripe, batch), 1);
         });

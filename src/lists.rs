@@ -1,6 +1,6 @@
 #![doc = include_str!("../docs/lists.md")]
 
-use crate::slot::{Slot, SlotWord, NIL};
+use crate::slot::{Slot, SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
@@ -62,7 +62,9 @@ fn pop_step<T>(storage: &Storage<T>, head: u64) -> Option<(u32, &Slot<T>, SlotWo
     ))
 }
 
-/// A tagged Treiber stack of `FREE` slots (see the module docs).
+/// A tagged Treiber stack of free slots (see the module docs): `FREE`
+/// words, and for a `T` without drop glue `REMOVED` ones past their grace
+/// period, which a pop treats alike.
 pub(crate) struct FreeList {
     word: AtomicU64,
 }
@@ -86,7 +88,8 @@ impl FreeList {
         high(self.word.load(Ordering::Relaxed))
     }
 
-    /// Pops a free slot; returns its index, the slot, its `FREE` word and
+    /// Pops a free slot; returns its index, the slot, its vacant word
+    /// (`FREE`, or `REMOVED` past its grace period: see `reclaim_batch`) and
     /// the list's pop count after this pop. The caller owns the slot.
     #[inline(always)]
     pub(crate) fn pop<'a, T>(
@@ -184,7 +187,7 @@ impl FreeList {
         }
     }
 
-    /// Pushes a chain of `FREE` slots the caller owns, already linked
+    /// Pushes a chain of free slots the caller owns, already linked
     /// `first` → … → `last`; `last`'s link is overwritten.
     pub(crate) fn push<T>(&self, storage: &Storage<T>, chain: Chain) {
         let last = &storage.slot(chain.last).word;
@@ -253,12 +256,22 @@ impl FreeList {
         self.word.store(pack(high(head), NIL), Ordering::Relaxed);
         Some(Chain { first, last })
     }
-    /// Empties an owned list (or any list, under `&mut` on the pool)
-    /// without walking it, keeping the pop count: for a caller that finds
-    /// the slots again by scanning.
-    pub(crate) fn clear_owned(&self) {
-        let head = self.word.load(Ordering::Relaxed);
-        self.word.store(pack(high(head), NIL), Ordering::Relaxed);
+    /// Stores `FREE` over every `REMOVED` word on an owned list (or any
+    /// list, under `&mut` on the pool): a batch of values without drop glue
+    /// joins a free list unwalked, its words still `REMOVED` (see
+    /// `reclaim::reclaim_batch`), which an exclusive reclamation's scan
+    /// would take for removals still pending.
+    pub(crate) fn mark_free_owned<T>(&self, storage: &Storage<T>) {
+        let mut index = low(self.word.load(Ordering::Relaxed));
+        while index != NIL {
+            let slot = storage.slot(index);
+            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+            if word.state() == State::Removed {
+                let free = SlotWord::free(word.generation(), word.link());
+                slot.word.store(free.to_bits(), Ordering::Relaxed);
+            }
+            index = word.link();
+        }
     }
 }
 

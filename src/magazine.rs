@@ -123,17 +123,26 @@ impl Magazine {
         Some(revoked)
     }
 
-    /// Empties both lists without a handshake, for an exclusive
-    /// reclamation that finds their slots by scanning (see
-    /// `RawPool::reclaim_all`); the pop and removal counts stay.
+    /// Empties the removal batch without a handshake, for an exclusive
+    /// reclamation that finds the removed slots by scanning; the free list
+    /// stays (its slots stay free).
     ///
     /// # Safety
     ///
     /// No section and no revoker may run meanwhile: the caller holds the
     /// pool by `&mut`.
-    pub(crate) unsafe fn discard(&self) {
-        self.free.clear_owned();
-        let _ = self.removals.take_owned();
+    pub(crate) unsafe fn discard_removals(&self) -> Option<SealedBatch> {
+        self.removals.take_owned()
+    }
+
+    /// Marks the slots on the free list `FREE` (see
+    /// [`FreeList::mark_free_owned`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`discard_removals`](Self::discard_removals).
+    pub(crate) unsafe fn mark_free<T>(&self, storage: &Storage<T>) {
+        self.free.mark_free_owned(storage);
     }
 }
 

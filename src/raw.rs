@@ -108,8 +108,10 @@ fn publish<T>(acquired: Acquired<'_, T>, value: T) -> Handle {
         generation,
     } = acquired;
     // SAFETY: the slot was acquired (popped off a free list, or claimed
-    // fresh), so this thread owns it: it is FREE, holds no value, and no
-    // reader dereferences it until the word below says OCCUPIED.
+    // fresh), so this thread owns it: it is FREE (or, for a `T` without
+    // drop glue, REMOVED past its grace period: see `reclaim_batch`), holds
+    // no value that needs dropping, and no reader dereferences it until the
+    // word below says OCCUPIED.
     unsafe { slot.write_value(value) };
     let handle = Handle::new(index, generation);
     // Release pairs with the Acquire load in `find_occupied` (and with
@@ -987,12 +989,6 @@ impl<T> RawPool<T> {
     /// slot reusable at once; with `live`, the values still in the pool too
     /// (`clear` and the pool's drop), in the same pass. Every value is
     /// dropped, even if some `Drop` panics; returns the first such panic.
-    ///
-    /// The free lists are rebuilt from the slot words, all onto the calling
-    /// thread's stripe: a scan cannot tell a `REMOVED` slot whose removal is
-    /// pending from one of a drop-free value already on a free list (see
-    /// `reclaim::reclaim_batch`), so it empties every list and relinks every
-    /// vacant slot it finds.
     pub(crate) fn reclaim_all(&mut self, live: bool) -> Option<Panic> {
         // Batches sealed before this point are reclaimed here; when the
         // collector releases them later, their era says so.
@@ -1000,9 +996,16 @@ impl<T> RawPool<T> {
         for stripe in self.stripes.all_from(self.stripes.home()) {
             // Their slots are found by the scan below.
             let _ = self.stripes[stripe].removals.take_all();
-            self.stripes[stripe].free.clear_owned();
             // SAFETY: `&mut self`: no section or revoker runs.
-            unsafe { self.stripes[stripe].magazine.discard() };
+            let _ = unsafe { self.stripes[stripe].magazine.discard_removals() };
+            if !core::mem::needs_drop::<T>() {
+                // Batches reused unwalked left `REMOVED` words on the free
+                // lists (see `reclaim::reclaim_batch`): made `FREE` here, so
+                // that the scan below finds only removals still pending.
+                self.stripes[stripe].free.mark_free_owned(&self.storage);
+                // SAFETY: as above.
+                unsafe { self.stripes[stripe].magazine.mark_free(&self.storage) };
+            }
         }
         let max_generation = self.config.max_generation;
         let mut free = None;
@@ -1010,33 +1013,21 @@ impl<T> RawPool<T> {
         let mut cleared = 0isize;
         for (index, slot) in self.storage.slots(self.slots_used()) {
             let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            let vacant = match word.state() {
-                State::Free => {
-                    let relinked = word.with_link(Chain::link_to(free));
-                    // Relaxed: published by the free list's push below.
-                    slot.word.store(relinked.to_bits(), Ordering::Relaxed);
-                    relinked
-                }
-                State::Occupied if !live => continue,
-                State::Occupied | State::Removed => {
-                    cleared += isize::from(word.state() == State::Occupied);
-                    // SAFETY: the value is initialised (REMOVED or OCCUPIED:
-                    // a REMOVED drop-free value on a free list was never
-                    // dropped or overwritten either), and `&mut self` proves
-                    // no reference to it is left; a REMOVED slot's batch,
-                    // wherever it is, belongs to an earlier era now and will
-                    // not be reclaimed again.
-                    let (vacant, panic) = unsafe {
-                        slot.reclaim(word.generation(), Chain::link_to(free), max_generation)
-                    };
-                    first_panic = first_panic.or(panic);
-                    vacant
-                }
-                State::Exhausted => continue,
-            };
+            match word.state() {
+                State::Removed => {}
+                State::Occupied if live => cleared += 1,
+                _ => continue,
+            }
+            // SAFETY: the value is initialised (REMOVED or OCCUPIED), and
+            // `&mut self` proves no reference to it is left; a REMOVED slot's
+            // batch, wherever it is, belongs to an earlier era now and will
+            // not be reclaimed again.
+            let (vacant, panic) =
+                unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
             if vacant.state() == State::Free {
                 free = Some(Chain::prepend(free, index));
             }
+            first_panic = first_panic.or(panic);
         }
         let home = self.stripes.home();
         if let Some(chain) = free {

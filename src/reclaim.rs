@@ -253,7 +253,8 @@ impl Reclaimer {
     }
 
     /// Reclaims every batch of `stripe` past its grace period: drops the
-    /// values and vacates the slots, and returns the free ones as one chain
+    /// values and vacates the slots (or, without drop glue, splices them
+    /// unwalked: see `reclaim_batch`), and returns the free ones as one chain
     /// for the caller to push. The others go back on the sealed list. Costs
     /// two loads when nothing is past its grace period (`graced <= taken`),
     /// so callers need no check of their own.
@@ -318,8 +319,8 @@ impl Reclaimer {
 /// which every pop treats as `FREE` (same generation, link in the same
 /// bits). There is nothing to drop, and no slot to retire: a removal at
 /// the generation limit retired its slot at once and joined no batch
-/// (`Slot::try_remove_and_retire`). Under churn the walk was a sixth of
-/// the instructions per insert and remove pair.
+/// (`Slot::try_remove_and_retire`). Under one-thread churn this took 13%
+/// of the instructions per insert and remove pair away (BENCHES.md).
 fn reclaim_batch<T>(
     storage: &Storage<T>,
     batch: SealedBatch,

@@ -150,7 +150,9 @@ impl core::fmt::Debug for SlotWord {
 pub(crate) struct Slot<T> {
     /// The state word; see the module docs.
     pub(crate) word: AtomicU64,
-    /// Initialised exactly while the word is `OCCUPIED` or `REMOVED`.
+    /// Initialised while the word is `OCCUPIED` or `REMOVED` (and, for a
+    /// `T` without drop glue, left as it was whatever the word: nothing
+    /// drops it, see `reclaim::reclaim_batch`).
     pub(crate) value: UnsafeCell<MaybeUninit<T>>,
 }
 

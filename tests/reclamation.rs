@@ -562,6 +562,8 @@ fn unwalked_batches_then(config: Config, run: impl Fn(&mut HandlePool<u64>)) {
 #[test]
 fn reclaim_lists_each_slot_of_an_unwalked_batch_once() {
     let _serial = serial();
+    // The first two give this thread a magazine, whose batches are reused
+    // unwalked; the last has none, and walks them: the control.
     let configs = [
         Config::default(),
         common::with_batch(8),
