@@ -256,6 +256,7 @@ impl FreeList {
         self.word.store(pack(high(head), NIL), Ordering::Relaxed);
         Some(Chain { first, last })
     }
+
     /// Stores `FREE` over every `REMOVED` word on an owned list (or any
     /// list, under `&mut` on the pool): a batch of values without drop glue
     /// joins a free list unwalked, its words still `REMOVED` (see

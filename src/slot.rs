@@ -169,32 +169,29 @@ impl<T> Slot<T> {
     /// The one thread that succeeds owns the value from then on.
     #[inline]
     pub(crate) fn try_remove(&self, handle: Handle, link: u32) -> bool {
-        // Acquire pairs with `publish`'s Release store: the winner sees the
-        // initialised value it now owns and hands on to the reclamation.
-        self.word
-            .compare_exchange(
-                SlotWord::occupied(handle).to_bits(),
-                SlotWord::removed(handle.generation(), link).to_bits(),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok()
+        self.vacate_occupied(handle, SlotWord::removed(handle.generation(), link))
     }
 
     /// `remove`'s CAS for a value without drop glue at the generation
     /// limit: `OCCUPIED(handle)` to `EXHAUSTED`, at once. The slot is never
     /// reused, so nothing can overwrite the value under a reader still
     /// holding a reference, and there is nothing to drop: no grace period is
-    /// needed, and the slot joins no batch. (Batches of such values are
-    /// reused without a walk, which is where a walk would have retired it:
-    /// see `reclaim::reclaim_batch`.)
+    /// needed, and the slot joins no batch. It cannot wait for reclamation
+    /// to retire it: batches of such values are reused without a walk (see
+    /// `reclaim::reclaim_batch`).
     #[inline]
     pub(crate) fn try_remove_and_retire(&self, handle: Handle) -> bool {
-        // Acquire: as in `try_remove`.
+        self.vacate_occupied(handle, SlotWord::exhausted(handle.generation()))
+    }
+
+    #[inline(always)]
+    fn vacate_occupied(&self, handle: Handle, vacant: SlotWord) -> bool {
+        // Acquire pairs with `publish`'s Release store: the winner sees the
+        // initialised value it now owns and hands on to the reclamation.
         self.word
             .compare_exchange(
                 SlotWord::occupied(handle).to_bits(),
-                SlotWord::exhausted(handle.generation()).to_bits(),
+                vacant.to_bits(),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             )
