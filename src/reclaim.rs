@@ -59,6 +59,13 @@ struct StripeBatches {
 }
 
 impl StripeBatches {
+    /// Batches sealed and not yet past their grace period (a hint, from
+    /// Relaxed loads).
+    fn in_flight(&self) -> u64 {
+        let count = self.count.load(Ordering::Relaxed);
+        count.saturating_sub(self.graced.load(Ordering::Relaxed))
+    }
+
     /// Puts batches on the sealed list, `lowest` the lowest number among
     /// them, and lowers `taken` below it.
     ///
@@ -233,9 +240,7 @@ impl Reclaimer {
     /// Batches of `stripe` sealed and not yet past their grace period (a
     /// hint, from Relaxed loads).
     pub(crate) fn in_flight_of(&self, stripe: StripeIndex) -> u64 {
-        let batches = &self.header.stripes[stripe.get()];
-        let count = batches.count.load(Ordering::Relaxed);
-        count.saturating_sub(batches.graced.load(Ordering::Relaxed))
+        self.header.stripes[stripe.get()].in_flight()
     }
 
     /// Batches sealed and not yet past their grace period, pool-wide (a
@@ -245,10 +250,7 @@ impl Reclaimer {
         self.header
             .stripes
             .iter()
-            .map(|batches| {
-                let count = batches.count.load(Ordering::Relaxed);
-                count.saturating_sub(batches.graced.load(Ordering::Relaxed))
-            })
+            .map(|batches| batches.in_flight())
             .sum()
     }
 
