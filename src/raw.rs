@@ -604,11 +604,16 @@ impl<T> RawPool<T> {
     }
 
     /// Whether growing now would be growth the live count does not explain:
-    /// more than twice the live values plus 512 slots are already in use,
-    /// half the bound the pool promises (`4 × live + 1024`), so that what
-    /// the epoch holds back is found before the bound is reached.
+    /// more than three quarters of the bound the pool promises (`4 × live +
+    /// 1024`) are already in use, so that what the epoch holds back is found
+    /// before the bound is reached. The quarter left covers the fresh blocks
+    /// of threads that passed this test at once, and growth after the
+    /// back-pressure rounds run out. (At half the bound, eight threads on two
+    /// cores, each holding a magazine's open batch of up to 64 slots, were
+    /// behind almost always: BENCHES.md, "Back-pressure from three quarters
+    /// of the bound".)
     fn reclamation_is_behind(&self) -> bool {
-        self.slots_used() > 2 * self.len() as u64 + 512
+        self.slots_used() > 3 * self.len() as u64 + 768
     }
 
     #[inline(always)]
