@@ -609,11 +609,11 @@ impl<T> RawPool<T> {
     /// before the bound is reached. The quarter left covers the fresh blocks
     /// of threads that passed this test at once, and growth after the
     /// back-pressure rounds run out while a pinned thread holds the epoch
-    /// back briefly (a guard held long takes the pool past the bound: see
-    /// `design.md`, "Memory under churn"). (At half the bound, eight threads on two
-    /// cores, each holding a magazine's open batch of up to 64 slots, were
-    /// behind almost always: BENCHES.md, "Back-pressure from three quarters
-    /// of the bound".)
+    /// back briefly; a guard held long takes the pool past the bound (see
+    /// `design.md`, "Memory under churn"). At half the bound, eight threads
+    /// on two cores, each holding a magazine's open batch of up to 64 slots,
+    /// were behind almost always (BENCHES.md, "Back-pressure from three
+    /// quarters of the bound").
     fn reclamation_is_behind(&self) -> bool {
         self.slots_used() > 3 * self.len() as u64 + 768
     }
