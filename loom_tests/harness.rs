@@ -233,6 +233,14 @@ impl Recorder {
         found
     }
 
+    /// `with` (a one-call read: announced in the thread's word, or pinned
+    /// for a thread past the stripe count); checks the value read is intact.
+    pub fn with(&mut self, pool: &Pool, id: Id) -> Option<Id> {
+        let found = pool.with(self.handle(id), Tracked::id);
+        self.record_get(id, found);
+        found
+    }
+
     /// Records a `get` a model performed by hand (to hold the reference).
     pub fn record_get(&mut self, id: Id, found: Option<Id>) {
         self.record(Op::Get(id), Outcome::Value(found));

@@ -27,5 +27,6 @@ mod insert;
 mod iterate;
 mod lists;
 mod magazine;
+mod read;
 mod reclaim;
 mod remove;

@@ -350,7 +350,15 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get(handle.handle(), guard)
     }
 
-    /// Calls `f` with the value `handle` refers to, pinning internally.
+    /// Calls `f` with the value `handle` refers to.
+    ///
+    /// Wait-free, and cheaper than a pin: the read is protected by a word
+    /// of the calling thread's own in the pool, and one fence. A value
+    /// removed meanwhile is not dropped, nor its slot reused, until `f`
+    /// returns; while `f` runs, the values removed after the call began
+    /// wait for it, as they would for a guard held as long. Calls nest, and
+    /// `f` may call any method of the pool. (A thread numbered past the
+    /// pool's stripe count pins instead.)
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
@@ -362,7 +370,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.with(handle.handle(), f)
     }
 
-    /// A clone of the value `handle` refers to, pinning internally.
+    /// A clone of the value `handle` refers to (protected as in
+    /// [`with`](Self::with)).
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
@@ -644,8 +653,9 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// grace period, and reclaims them on this thread. The grace period of
     /// a batch starts when it is handed over (at the latest, during this
     /// call), so a value stays if a guard pinned before that, on any thread
-    /// including this one, is still alive; it goes with a later `flush` or
-    /// pool operation once the guard is dropped. [`reclaim`](Self::reclaim)
+    /// including this one, is still alive, or a [`with`](Self::with) call
+    /// that began before it is still running; it goes with a later `flush`
+    /// or pool operation once the guard is dropped (the call returned). [`reclaim`](Self::reclaim)
     /// needs `&mut self` and has nothing to wait for.
     ///
     /// Costs a few microseconds plus the drops, whatever the pool's size.

@@ -229,15 +229,18 @@ impl<T> RawPool<T> {
         self.find_occupied(handle, |slot| unsafe { slot.value_ref() })
     }
 
-    /// Calls `f` with the value `handle` refers to, pinned for the call.
+    /// Calls `f` with the value `handle` refers to, protected for the call
+    /// by a one-call read (see `Reclaimer::read`).
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let guard = self.reclaimer.pin();
-        // SAFETY: as in `get`: `guard` was pinned (on the collector removals
-        // are deferred on, as `Reclaimer::pin` promises) before the word was
-        // seen OCCUPIED, and lives until `f` returns.
+        let reading = self.reclaimer.read();
+        // SAFETY: the word was OCCUPIED(g), so the value is initialised.
+        // `reading` began before that load and lives until `f` returns, so
+        // no reclamation drops the value or reuses the slot meanwhile (as
+        // `Reclaimer::read` promises); exclusive removals need `&mut`, which
+        // `&self` rules out.
         let result = self.find_occupied(handle, |slot| f(unsafe { slot.value_ref() }));
-        drop(guard);
+        drop(reading);
         result
     }
 

@@ -9,7 +9,7 @@ use crate::lists::{Chain, SealedBatch};
 use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
-use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::{fence, thread_id, Arc, AtomicPtr, AtomicU64, Ordering};
 
 /// At most this many epoch pushes in [`Reclaimer::settle`]: crossbeam
 /// frees what was deferred two epochs back, and a push can fail to advance
@@ -19,9 +19,78 @@ const SETTLE_ROUNDS: usize = 8;
 /// The reclamation state of one pool.
 pub(crate) struct Reclaimer {
     header: Arc<Header>,
+    /// The one-call reads' announcements (see "One-call reads announce
+    /// instead of pinning" in the module docs).
+    readers: Readers,
     /// Bumped by every exclusive reclamation; recorded in every batch.
     /// Written only through `&mut self`, so a plain number.
     era: u64,
+}
+
+/// The one-call reads' announcements, and the pool-wide seal count they
+/// announce.
+struct Readers {
+    /// How many batches the pool has sealed; a sealed batch records its
+    /// position in this count.
+    sealed: CachePadded<AtomicU64>,
+    /// One word per thread number below the stripe count, written only by
+    /// that thread: `IDLE`, or `1 +` the seal count the thread's one-call
+    /// read in progress saw when it began.
+    words: Box<[CachePadded<AtomicU64>]>,
+}
+
+/// A reader's word while it is in no one-call read of the pool.
+const IDLE: u64 = 0;
+
+/// A one-call read in progress: the reference it hands out stays valid
+/// until this drops (see [`Reclaimer::read`]).
+pub(crate) struct Reading<'a> {
+    /// The calling thread's word, if this read announced in it (nested reads
+    /// leave the outer one's announcement alone).
+    announced: Option<&'a AtomicU64>,
+    /// The pin of a thread that has no word.
+    _pinned: Option<crate::Guard>,
+}
+
+impl Drop for Reading<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(word) = self.announced {
+            // Release pairs with the Acquire loads in `Readers::horizon`:
+            // what this read did with the value happens before a reclamation
+            // that sees the word cleared (or announced again) drops it.
+            word.store(IDLE, Ordering::Release);
+        }
+    }
+}
+
+impl Readers {
+    fn new(threads: usize) -> Self {
+        Readers {
+            sealed: CachePadded::new(AtomicU64::new(0)),
+            words: (0..threads)
+                .map(|_| CachePadded::new(AtomicU64::new(IDLE)))
+                .collect(),
+        }
+    }
+
+    /// The smallest announcement of a one-call read in progress
+    /// (`u64::MAX` if none): a batch at a position at or past it may still
+    /// be read, one before it may not.
+    fn horizon(&self) -> u64 {
+        // SeqCst pairs with the reader's fence in `Reclaimer::read`: either
+        // this load sees its announcement, or its slot load sees every
+        // removal that happened before this fence (see the module docs).
+        fence(Ordering::SeqCst);
+        self.words
+            .iter()
+            // Acquire pairs with the reader's Release stores: a read that
+            // left (or announced again) is over before what we do next.
+            .map(|word| word.load(Ordering::Acquire))
+            .filter(|&announced| announced != IDLE)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
 }
 
 /// What the deferred closures share with the pool.
@@ -108,7 +177,43 @@ impl Reclaimer {
                     })
                     .collect(),
             }),
+            readers: Readers::new(stripes),
             era: 0,
+        }
+    }
+
+    /// Protects a one-call read until the returned value drops: a reference
+    /// to a value whose word the caller then sees `OCCUPIED` stays valid
+    /// until then. Announces the read in the calling thread's word (see
+    /// "One-call reads announce instead of pinning" in the module docs), or
+    /// pins when the thread has none.
+    #[inline]
+    pub(crate) fn read(&self) -> Reading<'_> {
+        let Some(word) = thread_id().and_then(|id| self.readers.words.get(id)) else {
+            return Reading {
+                announced: None,
+                _pinned: Some(self.pin()),
+            };
+        };
+        // Relaxed: only this thread writes its word. Nonzero means a read
+        // of ours is in progress further up the stack: its announcement is
+        // older, so it covers this read too, and it clears the word itself.
+        if word.load(Ordering::Relaxed) != IDLE {
+            return Reading {
+                announced: None,
+                _pinned: None,
+            };
+        }
+        // Acquire pairs with the Release increment in `seal`: a read that
+        // announces past a batch's position sees the batch's removals.
+        let sealed = self.readers.sealed.load(Ordering::Acquire);
+        // Release: see `Reading::drop`.
+        word.store(sealed + 1, Ordering::Release);
+        // SeqCst pairs with the reclaimer's fence in `Readers::horizon`.
+        fence(Ordering::SeqCst);
+        Reading {
+            announced: Some(word),
+            _pinned: None,
         }
     }
 
@@ -139,10 +244,14 @@ impl Reclaimer {
         // numbered below ours were removed before our marker is deferred: a
         // marker covers every batch up to its number (see `adopt`).
         let number = batches.count.fetch_add(1, Ordering::AcqRel) + 1;
+        // Release pairs with the Acquire load in `read`: a read that sees
+        // this increment sees the batch's removals.
+        let position = self.readers.sealed.fetch_add(1, Ordering::Release) + 1;
         let mut sealed = OwnedBatches::new();
         sealed.add(Box::new(SealedNode {
             batch,
             number,
+            position,
             era: self.era,
             next: AtomicPtr::new(ptr::null_mut()),
         }));
@@ -283,15 +392,25 @@ impl Reclaimer {
         // AcqRel: the Acquire half pairs with `put`'s Release (see there).
         batches.taken.fetch_max(graced, Ordering::AcqRel);
         let mut waiting = OwnedBatches::new();
+        // Read once, when the first batch past its grace period needs it.
+        let mut horizon = None;
         for node in batches.sealed.take_all() {
             if node.number > graced {
                 waiting.add(node);
                 continue;
             }
-            reclaimed.found = true;
-            if node.era == self.era {
-                reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
+            if node.era != self.era {
+                // Already reclaimed by an exclusive reclamation: discarded.
+                reclaimed.found = true;
+                continue;
             }
+            if node.position >= *horizon.get_or_insert_with(|| self.readers.horizon()) {
+                // A one-call read that began before its seal is in progress.
+                waiting.add(node);
+                continue;
+            }
+            reclaimed.found = true;
+            reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
         }
         batches.put(waiting);
         reclaimed
@@ -370,6 +489,9 @@ struct SealedNode {
     batch: SealedBatch,
     /// Its place in the order the stripe's batches were sealed.
     number: u64,
+    /// Its place in the order the pool's batches were sealed, for the
+    /// one-call reads' announcements.
+    position: u64,
     /// The reclaimer's era when the batch was sealed.
     era: u64,
     next: AtomicPtr<SealedNode>,

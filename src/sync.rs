@@ -16,13 +16,13 @@ pub(crate) use std::thread::yield_now;
 #[cfg(all(test, handle_pool_loom))]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{fence, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     sync::Arc,
 };
 
 #[cfg(not(all(test, handle_pool_loom)))]
 pub(crate) use std::sync::{
-    atomic::{AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Arc,
 };
 

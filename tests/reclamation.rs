@@ -115,6 +115,111 @@ fn flush_keeps_what_a_live_guard_protects() {
 }
 
 #[test]
+fn flush_keeps_what_a_one_call_read_in_progress_reads() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let h = pool.insert(alive.value());
+    let read = pool.with(h, |value| {
+        // Removed and flushed on this very thread, inside the read.
+        assert!(pool.remove(h));
+        pool.flush();
+        assert_eq!(
+            alive.count(),
+            1,
+            "flush dropped a value a read in progress holds"
+        );
+        let _still_readable = value;
+    });
+    assert!(read.is_some());
+    pool.flush();
+    assert_eq!(alive.count(), 0, "dropped once the read returned");
+}
+
+#[test]
+fn flush_waits_for_a_one_call_read_on_another_thread() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let h = pool.insert(alive.value());
+    let (inside, is_inside) = mpsc::channel();
+    let (removed, was_removed) = mpsc::channel::<()>();
+    let pool = &pool;
+    thread::scope(|s| {
+        s.spawn(move || {
+            pool.with(h, |value| {
+                inside.send(()).unwrap();
+                was_removed.recv().unwrap();
+                let _still_readable = value;
+            })
+            .expect("live when the read began");
+        });
+        is_inside.recv().unwrap();
+        assert!(pool.remove(h));
+        pool.flush();
+        let during = alive.count();
+        removed.send(()).unwrap();
+        assert_eq!(
+            during, 1,
+            "flush dropped a value another thread's read holds"
+        );
+    });
+    pool.flush();
+    assert_eq!(alive.count(), 0, "dropped once the read returned");
+}
+
+#[test]
+fn a_one_call_read_that_panics_holds_nothing_back() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let h = pool.insert(alive.value());
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.with(h, |_| panic!("the closure panics"));
+    }));
+    assert!(unwound.is_err());
+    assert!(pool.remove(h));
+    pool.flush();
+    assert_eq!(
+        alive.count(),
+        0,
+        "a panicked read still held the value back"
+    );
+}
+
+#[test]
+fn one_call_reads_running_all_along_do_not_stall_reclamation() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let hot = pool.insert(alive.value());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            // Back to back, so a read is in progress most of the time.
+            while !stop.load(Ordering::Relaxed) {
+                assert!(pool.with(hot, |_| ()).is_some());
+            }
+        });
+        for _ in 0..100 {
+            let h = pool.insert(alive.value());
+            assert!(pool.remove(h));
+            // A read that began before the removal may still be running
+            // (its thread preempted mid-read): a few flushes later it is not.
+            let dropped = (0..10_000).any(|_| {
+                pool.flush();
+                alive.count() == 1
+            });
+            assert!(
+                dropped,
+                "a removed value outlived 10,000 flushes of a reading pool"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+#[test]
 fn removed_values_are_dropped_after_bounded_later_removes_without_inserts() {
     let _serial = serial();
     let alive = Alive::new();

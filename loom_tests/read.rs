@@ -1,0 +1,123 @@
+//! One-call reads (`with`, `get_cloned`): the read announcement in the
+//! thread's own word against removal, reclamation and reuse of the slot
+//! (see "One-call reads announce instead of pinning" in `docs/reclaim.md`).
+//!
+//! The reader is the model's last thread, which runs on the main thread:
+//! it took thread number 0 in the setup, below the stripe count, so it
+//! announces instead of pinning, and nothing but its word holds the
+//! reclamation back (crossbeam's epoch moves freely). The reclaiming thread
+//! flushes, which seals, pushes the epoch and reclaims, and then inserts,
+//! which reuses the slot if its batch was reclaimed: loom reports the drop
+//! or the new value's write if either races the reader's read of the value.
+
+use handle_pool::Config;
+
+use super::harness::{setup, step, teardown, Model};
+
+/// Batches of one (a removal seals at once), four stripes (so both threads
+/// have a word).
+fn config() -> Config {
+    Config {
+        stripes: 4,
+        ..Config::tiny(8, 1)
+    }
+}
+
+/// A one-call read of a value that another thread removes, reclaims and
+/// replaces in the same slot meanwhile: the read sees the value intact or
+/// not at all, and the value is dropped once, after the read.
+#[test]
+fn one_call_read_racing_removal_reclamation_and_reuse() {
+    Model {
+        config: config(),
+        values: 2,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                r.flush(pool);
+                r.insert(pool, 1);
+            }),
+            step(|pool, r| {
+                r.with(pool, 0);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
+            r.observe_all(pool);
+        }),
+    }
+    .check("one_call_read_racing_removal_reclamation_and_reuse");
+}
+
+/// A one-call read nested in another's closure: the inner read leaves the
+/// outer one's announcement alone, so the outer value, removed and reclaimed
+/// by another thread while the inner read runs, is still intact when the
+/// outer closure reads it again afterwards.
+#[test]
+fn nested_one_call_read_keeps_the_outer_announcement() {
+    Model {
+        config: config(),
+        values: 3,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            r.insert(pool, 1);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                r.flush(pool);
+                r.insert(pool, 2);
+            }),
+            step(|pool, r| {
+                let (outer, inner) = (r.handle(0), r.handle(1));
+                let found = pool.with(outer, |value| {
+                    let first = value.id();
+                    assert_eq!(pool.with(inner, |value| value.id()), Some(1));
+                    assert_eq!(value.id(), first, "the outer value changed under its read");
+                    first
+                });
+                r.record_get(0, found);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
+            r.observe_all(pool);
+        }),
+    }
+    .check("nested_one_call_read_keeps_the_outer_announcement");
+}
+
+/// The same race with the reader on a thread numbered past the stripe
+/// count (one stripe; the spawned reader is thread 1), which has no word
+/// and pins instead: the guard holds the reclamation back.
+#[test]
+fn one_call_read_of_a_thread_without_a_word_pins() {
+    Model {
+        config: Config::tiny(8, 1),
+        values: 2,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.with(pool, 0);
+            }),
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                r.flush(pool);
+                r.insert(pool, 1);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
+            r.observe_all(pool);
+        }),
+    }
+    .check("one_call_read_of_a_thread_without_a_word_pins");
+}
