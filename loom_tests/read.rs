@@ -121,3 +121,39 @@ fn one_call_read_of_a_thread_without_a_word_pins() {
     }
     .check("one_call_read_of_a_thread_without_a_word_pins");
 }
+
+/// Two reclamations race over a batch a one-call read holds back: thread
+/// B removes the value the reader is reading and flushes (its batch goes on
+/// the held list while the read lasts), and the reader flushes as soon as
+/// its read is over (taking the held list, racing B's push onto it).
+/// Nothing is stranded: after both, the value is dropped, by one flush or
+/// the other, or at the latest by the teardown's.
+#[test]
+fn reclamations_racing_over_a_batch_a_read_holds_back() {
+    Model {
+        config: config(),
+        values: 1,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 0));
+                r.flush(pool);
+            }),
+            step(|pool, r| {
+                r.with(pool, 0);
+                r.flush(pool);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
+            r.observe_all(pool);
+        }),
+    }
+    .check_with_preemptions(
+        "reclamations_racing_over_a_batch_a_read_holds_back",
+        Some(1),
+    );
+}

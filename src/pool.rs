@@ -704,9 +704,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     ///
     /// The handle is stale from this moment on. It returns `bool`, not the
     /// value, because other threads may still be reading the value through
-    /// references taken under their guards: the value is dropped, and the
-    /// slot made reusable, only once no guard pinned before the removal is
-    /// left. That happens in batches, on whichever thread runs the pool
+    /// references taken under their guards or in [`with`](Self::with): the
+    /// value is dropped, and the slot made reusable, only once no guard
+    /// pinned, and no `with` call begun, before its batch was sealed (at or
+    /// after the removal) is left. That happens in batches, on whichever thread runs the pool
     /// operation that reclaims the batch (usually a later insert; see
     /// [`reclaim`](Self::reclaim) to force it). To get the value back, use
     /// [`take`](Self::take), which needs `&mut self` and so no grace period.

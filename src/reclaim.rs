@@ -125,7 +125,17 @@ struct StripeBatches {
     /// `graced > taken` says a batch past its grace period may be waiting
     /// (see `StripeBatches::put` for why no batch is left behind).
     taken: AtomicU64,
+    /// Batches past their grace period that a one-call read in progress
+    /// holds back: apart from `sealed`, so that the reclamations the read
+    /// outlasts do not walk them again and again.
+    held: BatchList,
+    /// The lowest position among the `held` batches, `NONE_HELD` if none:
+    /// a hint, lowered by every push onto `held` (see `StripeBatches::hold`).
+    held_from: AtomicU64,
 }
+
+/// `held_from` with no batch held back.
+const NONE_HELD: u64 = u64::MAX;
 
 impl StripeBatches {
     /// Batches sealed and not yet past their grace period (a hint, from
@@ -152,6 +162,23 @@ impl StripeBatches {
         // Release: see above.
         self.taken.fetch_min(lowest - 1, Ordering::Release);
     }
+
+    /// Puts batches a one-call read holds back on the `held` list, `lowest`
+    /// the lowest position among them, and lowers `held_from` to it.
+    ///
+    /// No batch is left behind: if a reclaimer's swap of `held_from` comes
+    /// after our `fetch_min`, it synchronises with it (Release here, AcqRel
+    /// there) and its take sees our push; if it comes before, `held_from`
+    /// ends at most `lowest`, so the hint stays up until someone takes the
+    /// list again.
+    fn hold(&self, batches: OwnedBatches, lowest: u64) {
+        if batches.lowest().is_none() {
+            return;
+        }
+        self.held.push_all(batches);
+        // Release: see above.
+        self.held_from.fetch_min(lowest, Ordering::Release);
+    }
 }
 
 /// What a reclamation of a stripe's batches got.
@@ -173,6 +200,8 @@ impl Reclaimer {
                             count: AtomicU64::new(0),
                             graced: AtomicU64::new(0),
                             taken: AtomicU64::new(0),
+                            held: BatchList::new(),
+                            held_from: AtomicU64::new(NONE_HELD),
                         })
                     })
                     .collect(),
@@ -288,8 +317,10 @@ impl Reclaimer {
     /// Defers a closure that records batches up to `number` of `stripe` as
     /// past their grace period. crossbeam runs it once every thread pinned
     /// now has unpinned: the only threads that can have read one of those
-    /// slots `OCCUPIED`, since every slot was removed before this call (see
-    /// `defer`) and a reader pins before it loads.
+    /// slots `OCCUPIED` under a guard, since every slot was removed before
+    /// this call (see `defer`) and a reader with a guard pins before it
+    /// loads. (One-call reads that do not pin are waited for by
+    /// `reclaim_ready`.)
     fn defer_marker(&self, stripe: StripeIndex, number: u64, guard: &Guard) {
         let header = Arc::clone(&self.header);
         guard.defer(move || header.grace(stripe, number));
@@ -302,12 +333,14 @@ impl Reclaimer {
         self.seal(stripe, batch)
     }
 
-    /// Whether `reclaim_ready` would take the stripe's sealed list
-    /// (`graced > taken`): a hint, for callers choosing among stripes.
+    /// Whether `reclaim_ready` may find something: a batch past its grace
+    /// period waits (`graced > taken`), or a one-call read holds some back.
+    /// A hint, for callers choosing among stripes.
     #[inline]
     pub(crate) fn has_ready(&self, stripe: StripeIndex) -> bool {
         let batches = &self.header.stripes[stripe.get()];
         batches.graced.load(Ordering::Relaxed) > batches.taken.load(Ordering::Relaxed)
+            || batches.held_from.load(Ordering::Relaxed) != NONE_HELD
     }
 
     #[cfg(all(test, handle_pool_loom))]
@@ -366,9 +399,11 @@ impl Reclaimer {
     /// Reclaims every batch of `stripe` past its grace period: drops the
     /// values and vacates the slots (or, without drop glue, splices them
     /// unwalked: see `reclaim_batch`), and returns the free ones as one chain
-    /// for the caller to push. The others go back on the sealed list. Costs
-    /// two loads when nothing is past its grace period (`graced <= taken`),
-    /// so callers need no check of their own.
+    /// for the caller to push. The others go back on the sealed list, and
+    /// those a one-call read holds back on the held list. Costs three loads
+    /// when nothing is past its grace period (`graced <= taken`) and nothing
+    /// is held, and a fence and a load per stripe while a read holds batches
+    /// back, so callers need no check of their own.
     /// Batches of an earlier era are discarded unread. A value's `Drop`
     /// panicking here is discarded.
     pub(crate) fn reclaim_ready<T>(
@@ -386,19 +421,43 @@ impl Reclaimer {
         // numbered up to `graced` is past its grace period, including those
         // whose sealer had not pushed them yet when the marker ran.
         let graced = batches.graced.load(Ordering::Acquire);
-        if graced <= batches.taken.load(Ordering::Relaxed) {
+        let graced_waiting = graced > batches.taken.load(Ordering::Relaxed);
+        let held_from = batches.held_from.load(Ordering::Relaxed);
+        // Only a guess (this horizon is read before the take, so it cannot
+        // judge what the take finds): whether the read holding the held
+        // batches back may be over.
+        let held_free = held_from != NONE_HELD && held_from < self.readers.horizon();
+        if !graced_waiting && !held_free {
             return reclaimed;
         }
-        // AcqRel: the Acquire half pairs with `put`'s Release (see there).
-        batches.taken.fetch_max(graced, Ordering::AcqRel);
-        let mut waiting = OwnedBatches::new();
-        // Read once, when the first batch past its grace period needs it.
+        let held = if held_free {
+            // AcqRel: the Acquire half pairs with `hold`'s Release (see there).
+            batches.held_from.swap(NONE_HELD, Ordering::AcqRel);
+            batches.held.take_all()
+        } else {
+            TakenBatches(ptr::null_mut())
+        };
+        let sealed = if graced_waiting {
+            // AcqRel: the Acquire half pairs with `put`'s Release (see there).
+            batches.taken.fetch_max(graced, Ordering::AcqRel);
+            batches.sealed.take_all()
+        } else {
+            TakenBatches(ptr::null_mut())
+        };
+        let (mut waiting, mut still_held) = (OwnedBatches::new(), OwnedBatches::new());
+        let mut lowest_held = NONE_HELD;
+        // Read once, after both takes: every batch it judges was sealed, so
+        // its slots removed, before its fence (see the module docs).
         let mut horizon = None;
-        for node in batches.sealed.take_all() {
+        // Held batches are past their grace period already.
+        let past_grace = held.chain(sealed.filter_map(|node| {
             if node.number > graced {
                 waiting.add(node);
-                continue;
+                return None;
             }
+            Some(node)
+        }));
+        for node in past_grace {
             if node.era != self.era {
                 // Already reclaimed by an exclusive reclamation: discarded.
                 reclaimed.found = true;
@@ -406,13 +465,15 @@ impl Reclaimer {
             }
             if node.position >= *horizon.get_or_insert_with(|| self.readers.horizon()) {
                 // A one-call read that began before its seal is in progress.
-                waiting.add(node);
+                lowest_held = lowest_held.min(node.position);
+                still_held.add(node);
                 continue;
             }
             reclaimed.found = true;
             reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
         }
         batches.put(waiting);
+        batches.hold(still_held, lowest_held);
         reclaimed
     }
 
@@ -423,6 +484,8 @@ impl Reclaimer {
         self.era += 1;
         for batches in self.header.stripes.iter() {
             batches.sealed.take_all().for_each(drop);
+            batches.held.take_all().for_each(drop);
+            batches.held_from.store(NONE_HELD, Ordering::Relaxed);
             // `&mut self`: no sealer runs; markers still in the collector
             // find `graced` at the count already and change nothing.
             let count = batches.count.load(Ordering::Relaxed);
@@ -432,7 +495,8 @@ impl Reclaimer {
     }
 }
 
-/// Reclaims a batch whose grace period is over: drops the values, vacates
+/// Reclaims a batch whose grace period is over and that no one-call read
+/// holds back (see `Reclaimer::reclaim_ready`): drops the values, vacates
 /// the slots, and returns `free` with the slots that became `FREE` in front.
 ///
 /// A batch of values without drop glue whose last slot is known is not
@@ -469,7 +533,9 @@ fn reclaim_batch<T>(
         let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
         debug_assert_eq!(word.state(), State::Removed, "batch slot {index}");
         // SAFETY: the slot is REMOVED and in a batch whose grace period is
-        // over and whose era is current: no reference to its value is left,
+        // over, which no one-call read in progress began before (its position
+        // is below the horizon read after its take), and whose era is
+        // current: no reference to its value is left,
         // and no one else reclaims it (each sealed batch is taken once, and an
         // exclusive reclamation would have changed the era).
         let (vacant, panic) =
@@ -624,6 +690,7 @@ impl Drop for Header {
         // dropped every value.
         for batches in self.stripes.iter() {
             batches.sealed.take_all().for_each(drop);
+            batches.held.take_all().for_each(drop);
         }
     }
 }

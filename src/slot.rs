@@ -215,7 +215,8 @@ impl<T> Slot<T> {
     /// # Safety
     /// The value is initialised and the caller won the CAS (or holds `&mut`
     /// on the pool) that gave it the value; no one reads it afterwards
-    /// except through references whose guard keeps the slot from reuse.
+    /// except through references whose guard (or one-call read) keeps the
+    /// slot from reuse.
     #[inline]
     pub(crate) unsafe fn take_value(&self) -> T {
         // SAFETY: the caller guarantees the value is initialised and is theirs.
