@@ -12,7 +12,7 @@
 
 use handle_pool::Config;
 
-use super::harness::{setup, step, teardown, Model};
+use super::harness::{setup, step, teardown, Model, Step};
 
 /// Batches of one (a removal seals at once), four stripes (so both threads
 /// have a word).
@@ -23,18 +23,33 @@ fn config() -> Config {
     }
 }
 
+/// A model of a read of value 0 (inserted in the setup) racing `threads`;
+/// the teardown flushes and checks that value 0 was dropped exactly once.
+fn read_race(config: Config, values: usize, threads: Vec<Step>) -> Model {
+    Model {
+        config,
+        values,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads,
+        teardown: teardown(|pool, r| {
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
+            r.observe_all(pool);
+        }),
+    }
+}
+
 /// A one-call read of a value that another thread removes, reclaims and
 /// replaces in the same slot meanwhile: the read sees the value intact or
 /// not at all, and the value is dropped once, after the read.
 #[test]
 fn one_call_read_racing_removal_reclamation_and_reuse() {
-    Model {
-        config: config(),
-        values: 2,
-        setup: setup(|pool, r| {
-            r.insert(pool, 0);
-        }),
-        threads: vec![
+    read_race(
+        config(),
+        2,
+        vec![
             step(|pool, r| {
                 assert!(r.remove(pool, 0));
                 r.flush(pool);
@@ -44,12 +59,7 @@ fn one_call_read_racing_removal_reclamation_and_reuse() {
                 r.with(pool, 0);
             }),
         ],
-        teardown: teardown(|pool, r| {
-            r.flush(pool);
-            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
-            r.observe_all(pool);
-        }),
-    }
+    )
     .check("one_call_read_racing_removal_reclamation_and_reuse");
 }
 
@@ -97,13 +107,10 @@ fn nested_one_call_read_keeps_the_outer_announcement() {
 /// and pins instead: the guard holds the reclamation back.
 #[test]
 fn one_call_read_of_a_thread_without_a_word_pins() {
-    Model {
-        config: Config::tiny(8, 1),
-        values: 2,
-        setup: setup(|pool, r| {
-            r.insert(pool, 0);
-        }),
-        threads: vec![
+    read_race(
+        Config::tiny(8, 1),
+        2,
+        vec![
             step(|pool, r| {
                 r.with(pool, 0);
             }),
@@ -113,12 +120,7 @@ fn one_call_read_of_a_thread_without_a_word_pins() {
                 r.insert(pool, 1);
             }),
         ],
-        teardown: teardown(|pool, r| {
-            r.flush(pool);
-            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
-            r.observe_all(pool);
-        }),
-    }
+    )
     .check("one_call_read_of_a_thread_without_a_word_pins");
 }
 
@@ -130,13 +132,10 @@ fn one_call_read_of_a_thread_without_a_word_pins() {
 /// the other, or at the latest by the teardown's.
 #[test]
 fn reclamations_racing_over_a_batch_a_read_holds_back() {
-    Model {
-        config: config(),
-        values: 1,
-        setup: setup(|pool, r| {
-            r.insert(pool, 0);
-        }),
-        threads: vec![
+    read_race(
+        config(),
+        1,
+        vec![
             step(|pool, r| {
                 assert!(r.remove(pool, 0));
                 r.flush(pool);
@@ -146,12 +145,7 @@ fn reclamations_racing_over_a_batch_a_read_holds_back() {
                 r.flush(pool);
             }),
         ],
-        teardown: teardown(|pool, r| {
-            r.flush(pool);
-            assert_eq!(r.log().drops(0), 1, "dropped once the read is over");
-            r.observe_all(pool);
-        }),
-    }
+    )
     .check_with_preemptions(
         "reclamations_racing_over_a_batch_a_read_holds_back",
         Some(1),
