@@ -233,15 +233,13 @@ impl<T> RawPool<T> {
     /// by a one-call read (see `Reclaimer::read`).
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let reading = self.reclaimer.read();
-        // SAFETY: the word was OCCUPIED(g), so the value is initialised.
-        // `reading` began before that load and lives until `f` returns, so
-        // no reclamation drops the value or reuses the slot meanwhile (as
-        // `Reclaimer::read` promises); exclusive removals need `&mut`, which
-        // `&self` rules out.
-        let result = self.find_occupied(handle, |slot| f(unsafe { slot.value_ref() }));
-        drop(reading);
-        result
+        // SAFETY: the word was OCCUPIED(g), so the value is initialised. The
+        // read's protection began before that load and lasts until `f`
+        // returns, so no reclamation drops the value or reuses the slot
+        // meanwhile (as `Reclaimer::read` promises); exclusive removals need
+        // `&mut`, which `&self` rules out.
+        self.reclaimer
+            .read(|| self.find_occupied(handle, |slot| f(unsafe { slot.value_ref() })))
     }
 
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {

@@ -9,7 +9,7 @@ use crate::lists::{Chain, SealedBatch};
 use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
-use crate::sync::{fence, thread_id, Arc, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::{fence, known_thread_id, thread_id, Arc, AtomicPtr, AtomicU64, Ordering};
 
 /// At most this many epoch pushes in [`Reclaimer::settle`]: crossbeam
 /// frees what was deferred two epochs back, and a push can fail to advance
@@ -30,44 +30,37 @@ pub(crate) struct Reclaimer {
 /// The one-call reads' announcements, and the pool-wide seal count they
 /// announce.
 struct Readers {
-    /// How many batches the pool has sealed; a sealed batch records its
-    /// position in this count.
+    /// `1 +` how many batches the pool has sealed (so never `IDLE`); a
+    /// sealed batch records its position: the value this had just before
+    /// its seal raised it.
     sealed: CachePadded<AtomicU64>,
     /// One word per thread number below the stripe count, written only by
-    /// that thread: `IDLE`, or `1 +` the seal count the thread's one-call
-    /// read in progress saw when it began.
+    /// that thread: `IDLE`, or `sealed` as the thread's one-call read in
+    /// progress saw it when it began.
     words: Box<[CachePadded<AtomicU64>]>,
 }
 
 /// A reader's word while it is in no one-call read of the pool.
 const IDLE: u64 = 0;
 
-/// A one-call read in progress: the reference it hands out stays valid
-/// until this drops (see [`Reclaimer::read`]).
-pub(crate) struct Reading<'a> {
-    /// The calling thread's word, if this read announced in it (nested reads
-    /// leave the outer one's announcement alone).
-    announced: Option<&'a AtomicU64>,
-    /// The pin of a thread that has no word.
-    _pinned: Option<crate::Guard>,
-}
+/// Clears a one-call read's announcement when the read ends, by return or
+/// by unwinding (see [`Reclaimer::read`]).
+struct Announced<'a>(&'a AtomicU64);
 
-impl Drop for Reading<'_> {
+impl Drop for Announced<'_> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(word) = self.announced {
-            // Release pairs with the Acquire loads in `Readers::horizon`:
-            // what this read did with the value happens before a reclamation
-            // that sees the word cleared (or announced again) drops it.
-            word.store(IDLE, Ordering::Release);
-        }
+        // Release pairs with the Acquire loads in `Readers::horizon`: what
+        // this read did with the value happens before a reclamation that
+        // sees the word cleared (or announced again) drops it.
+        self.0.store(IDLE, Ordering::Release);
     }
 }
 
 impl Readers {
     fn new(threads: usize) -> Self {
         Readers {
-            sealed: CachePadded::new(AtomicU64::new(0)),
+            sealed: CachePadded::new(AtomicU64::new(1)),
             words: (0..threads)
                 .map(|_| CachePadded::new(AtomicU64::new(IDLE)))
                 .collect(),
@@ -78,7 +71,7 @@ impl Readers {
     /// (`u64::MAX` if none): a batch at a position at or past it may still
     /// be read, one before it may not.
     fn horizon(&self) -> u64 {
-        // SeqCst pairs with the reader's fence in `Reclaimer::read`: either
+        // SeqCst pairs with the reader's fence in `read_announced`: either
         // this load sees its announcement, or its slot load sees every
         // removal that happened before this fence (see the module docs).
         fence(Ordering::SeqCst);
@@ -211,39 +204,53 @@ impl Reclaimer {
         }
     }
 
-    /// Protects a one-call read until the returned value drops: a reference
-    /// to a value whose word the caller then sees `OCCUPIED` stays valid
-    /// until then. Announces the read in the calling thread's word (see
-    /// "One-call reads announce instead of pinning" in the module docs), or
-    /// pins when the thread has none.
+    /// Runs the one-call read `read` protected: a reference to a value
+    /// whose word `read` sees `OCCUPIED` stays valid until `read` returns.
+    /// Announces the read in the calling thread's word (see "One-call reads
+    /// announce instead of pinning" in the module docs), or pins when the
+    /// thread has none.
     #[inline]
-    pub(crate) fn read(&self) -> Reading<'_> {
-        let Some(word) = thread_id().and_then(|id| self.readers.words.get(id)) else {
-            return Reading {
-                announced: None,
-                _pinned: Some(self.pin()),
-            };
-        };
+    pub(crate) fn read<R>(&self, read: impl FnOnce() -> R) -> R {
+        match self.readers.words.get(known_thread_id()) {
+            Some(word) => self.read_announced(word, read),
+            None => self.read_first_or_pinned(read),
+        }
+    }
+
+    /// [`Reclaimer::read`] on a thread that has not taken its number yet
+    /// (it takes it here), or has no word: pinned for the call then. Out
+    /// of line, so the common path carries neither the registry nor a
+    /// guard to drop.
+    #[cold]
+    #[inline(never)]
+    fn read_first_or_pinned<R>(&self, read: impl FnOnce() -> R) -> R {
+        match thread_id().and_then(|id| self.readers.words.get(id)) {
+            Some(word) => self.read_announced(word, read),
+            None => {
+                let _pinned = self.pin();
+                read()
+            }
+        }
+    }
+
+    /// [`Reclaimer::read`] on a thread whose word is `word`.
+    #[inline(always)]
+    fn read_announced<R>(&self, word: &AtomicU64, read: impl FnOnce() -> R) -> R {
         // Relaxed: only this thread writes its word. Nonzero means a read
         // of ours is in progress further up the stack: its announcement is
         // older, so it covers this read too, and it clears the word itself.
         if word.load(Ordering::Relaxed) != IDLE {
-            return Reading {
-                announced: None,
-                _pinned: None,
-            };
+            return read();
         }
         // Acquire pairs with the Release increment in `seal`: a read that
         // announces past a batch's position sees the batch's removals.
         let sealed = self.readers.sealed.load(Ordering::Acquire);
-        // Release: see `Reading::drop`.
-        word.store(sealed + 1, Ordering::Release);
+        // Release: see `Announced::drop`.
+        word.store(sealed, Ordering::Release);
+        let _announced = Announced(word);
         // SeqCst pairs with the reclaimer's fence in `Readers::horizon`.
         fence(Ordering::SeqCst);
-        Reading {
-            announced: Some(word),
-            _pinned: None,
-        }
+        read()
     }
 
     /// A guard pinned on the collector batches are deferred on: the default
@@ -273,9 +280,9 @@ impl Reclaimer {
         // numbered below ours were removed before our marker is deferred: a
         // marker covers every batch up to its number (see `adopt`).
         let number = batches.count.fetch_add(1, Ordering::AcqRel) + 1;
-        // Release pairs with the Acquire load in `read`: a read that sees
+        // Release pairs with the Acquire load in `read_announced`: a read that sees
         // this increment sees the batch's removals.
-        let position = self.readers.sealed.fetch_add(1, Ordering::Release) + 1;
+        let position = self.readers.sealed.fetch_add(1, Ordering::Release);
         let mut sealed = OwnedBatches::new();
         sealed.add(Box::new(SealedNode {
             batch,

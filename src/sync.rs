@@ -63,7 +63,10 @@ impl<T> UnsafeCell<T> {
 pub(crate) fn thread_id() -> Option<usize> {
     #[cfg(not(all(test, handle_pool_loom)))]
     {
-        registry::ID.try_with(|id| id.0).ok()
+        match known_thread_id() {
+            registry::NONE => registry::ID.try_with(|id| id.0).ok(),
+            number => Some(number),
+        }
     }
     // Under loom the numbers come from a counter reset for every explored
     // execution (the models never reuse one), or they would not be
@@ -87,9 +90,25 @@ pub(crate) fn thread_id() -> Option<usize> {
     }
 }
 
+/// The calling thread's number if it has taken one, `usize::MAX` if not:
+/// one load, where [`thread_id`] checks a lazy thread-local and takes a
+/// number on first use. For paths that fall back to `thread_id` when the
+/// answer is out of their range.
+#[inline]
+pub(crate) fn known_thread_id() -> usize {
+    #[cfg(not(all(test, handle_pool_loom)))]
+    {
+        registry::NUMBER.get()
+    }
+    #[cfg(all(test, handle_pool_loom))]
+    {
+        thread_id().unwrap_or(usize::MAX)
+    }
+}
+
 #[cfg(not(all(test, handle_pool_loom)))]
 mod registry {
-    use std::cell::UnsafeCell;
+    use std::cell::{Cell, UnsafeCell};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,26 +160,39 @@ mod registry {
 
     impl Id {
         fn take() -> Id {
-            Id(REGISTRY.with(|(given_back, next)| match given_back.pop() {
+            let id = REGISTRY.with(|(given_back, next)| match given_back.pop() {
                 Some(Reverse(id)) => id,
                 None => {
                     *next += 1;
                     *next - 1
                 }
-            }))
+            });
+            NUMBER.set(id);
+            Id(id)
         }
     }
 
     impl Drop for Id {
         fn drop(&mut self) {
+            // Forgotten before it is given back: from here on this thread
+            // asks `ID`, which answers that it has no number.
+            NUMBER.set(NONE);
             // The lock orders this thread's last pool operations before the
             // first of the next thread given the number.
             REGISTRY.with(|(given_back, _)| given_back.push(Reverse(self.0)));
         }
     }
 
+    /// [`NUMBER`] while the thread has no number (the `usize::MAX` of
+    /// [`super::known_thread_id`]).
+    pub(super) const NONE: usize = usize::MAX;
+
     std::thread_local! {
         pub(super) static ID: Id = Id::take();
+        /// A copy of `ID`'s number while it lives, [`NONE`] before and
+        /// after. Const and without drop glue, so it can always be read,
+        /// with no check of a lazy state.
+        pub(super) static NUMBER: Cell<usize> = const { Cell::new(NONE) };
     }
 }
 

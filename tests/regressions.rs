@@ -158,7 +158,8 @@ fn clear_with_two_panicking_drops_unwinds_once() {
 
 /// A thread's number (which owns its magazine) is given back when its
 /// thread-locals are destroyed; a pool used later by another thread-local's
-/// destructor on that thread must still work, through the shared lists.
+/// destructor on that thread must still work, through the shared lists
+/// (and its one-call reads through a pin).
 #[test]
 fn a_pool_used_from_a_thread_local_destructor_still_works() {
     use std::sync::OnceLock;
@@ -169,6 +170,12 @@ fn a_pool_used_from_a_thread_local_destructor_still_works() {
         fn drop(&mut self) {
             let pool = POOL.get().expect("set before the thread started");
             let handles: Vec<Handle> = (0..100).map(|i| pool.insert(i)).collect();
+            for (i, &h) in (0..).zip(&handles) {
+                // One-call reads: the thread has given its number back,
+                // so they pin instead of announcing.
+                assert_eq!(pool.get_cloned(h), Some(i));
+                assert_eq!(pool.with(h, |v| *v + 1), Some(i + 1));
+            }
             for h in handles {
                 assert!(pool.remove(h));
             }
