@@ -280,8 +280,8 @@ impl Reclaimer {
         // numbered below ours were removed before our marker is deferred: a
         // marker covers every batch up to its number (see `adopt`).
         let number = batches.count.fetch_add(1, Ordering::AcqRel) + 1;
-        // Release pairs with the Acquire load in `read_announced`: a read that sees
-        // this increment sees the batch's removals.
+        // Release pairs with the Acquire load in `read_announced`: a read
+        // that sees this increment sees the batch's removals.
         let position = self.readers.sealed.fetch_add(1, Ordering::Release);
         let mut sealed = OwnedBatches::new();
         sealed.add(Box::new(SealedNode {

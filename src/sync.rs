@@ -56,9 +56,10 @@ impl<T> UnsafeCell<T> {
 /// handed on only after its previous thread has run its last pool
 /// operation, through the registry's lock.
 ///
-/// `None` while the thread's own thread-locals are being destroyed (a
-/// value dropped by another thread-local's destructor may still use a
-/// pool): such a thread owns no magazine any more.
+/// `None` from the start of the number's own thread-local destructor on
+/// (a value dropped by a thread-local destructor that runs later may still
+/// use a pool): such a thread owns no magazine any more. Destructors that
+/// run before it still see the number.
 #[inline]
 pub(crate) fn thread_id() -> Option<usize> {
     #[cfg(not(all(test, handle_pool_loom)))]
