@@ -156,18 +156,18 @@ impl StripeBatches {
         self.taken.fetch_min(lowest - 1, Ordering::Release);
     }
 
-    /// Puts batches a one-call read holds back on the `held` list, `lowest`
-    /// the lowest position among them, and lowers `held_from` to it.
+    /// Puts batches a one-call read holds back on the `held` list, and
+    /// lowers `held_from` to the lowest position among them.
     ///
     /// No batch is left behind: if a reclaimer's swap of `held_from` comes
     /// after our `fetch_min`, it synchronises with it (Release here, AcqRel
     /// there) and its take sees our push; if it comes before, `held_from`
     /// ends at most `lowest`, so the hint stays up until someone takes the
     /// list again.
-    fn hold(&self, batches: OwnedBatches, lowest: u64) {
-        if batches.lowest().is_none() {
+    fn hold(&self, batches: OwnedBatches) {
+        let Some(lowest) = batches.lowest_position() else {
             return;
-        }
+        };
         self.held.push_all(batches);
         // Release: see above.
         self.held_from.fetch_min(lowest, Ordering::Release);
@@ -442,17 +442,16 @@ impl Reclaimer {
             batches.held_from.swap(NONE_HELD, Ordering::AcqRel);
             batches.held.take_all()
         } else {
-            TakenBatches(ptr::null_mut())
+            TakenBatches::none()
         };
         let sealed = if graced_waiting {
             // AcqRel: the Acquire half pairs with `put`'s Release (see there).
             batches.taken.fetch_max(graced, Ordering::AcqRel);
             batches.sealed.take_all()
         } else {
-            TakenBatches(ptr::null_mut())
+            TakenBatches::none()
         };
         let (mut waiting, mut still_held) = (OwnedBatches::new(), OwnedBatches::new());
-        let mut lowest_held = NONE_HELD;
         // Read once, after both takes: every batch it judges was sealed, so
         // its slots removed, before its fence (see the module docs).
         let mut horizon = None;
@@ -472,7 +471,6 @@ impl Reclaimer {
             }
             if node.position >= *horizon.get_or_insert_with(|| self.readers.horizon()) {
                 // A one-call read that began before its seal is in progress.
-                lowest_held = lowest_held.min(node.position);
                 still_held.add(node);
                 continue;
             }
@@ -480,7 +478,7 @@ impl Reclaimer {
             reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
         }
         batches.put(waiting);
-        batches.hold(still_held, lowest_held);
+        batches.hold(still_held);
         reclaimed
     }
 
@@ -615,7 +613,7 @@ impl BatchList {
     /// Takes every node; they are freed as the iterator goes (or drops).
     fn take_all(&self) -> TakenBatches {
         if self.looks_empty() {
-            return TakenBatches(ptr::null_mut());
+            return TakenBatches::none();
         }
         // Acquire pairs with the Release CAS in `push`.
         TakenBatches(self.head.swap(ptr::null_mut(), Ordering::Acquire))
@@ -628,6 +626,7 @@ struct OwnedBatches {
     first: *mut SealedNode,
     last: *mut SealedNode,
     lowest: u64,
+    lowest_position: u64,
 }
 
 impl OwnedBatches {
@@ -636,11 +635,13 @@ impl OwnedBatches {
             first: ptr::null_mut(),
             last: ptr::null_mut(),
             lowest: u64::MAX,
+            lowest_position: u64::MAX,
         }
     }
 
     fn add(&mut self, node: Box<SealedNode>) {
         self.lowest = self.lowest.min(node.number);
+        self.lowest_position = self.lowest_position.min(node.position);
         let node = Box::into_raw(node);
         // SAFETY: `node` came from `Box::into_raw` just above; the chain is
         // ours alone.
@@ -655,6 +656,11 @@ impl OwnedBatches {
     fn lowest(&self) -> Option<u64> {
         (!self.first.is_null()).then_some(self.lowest)
     }
+
+    /// The lowest position (see `SealedNode::position`) held, if any.
+    fn lowest_position(&self) -> Option<u64> {
+        (!self.first.is_null()).then_some(self.lowest_position)
+    }
 }
 
 impl Drop for OwnedBatches {
@@ -667,6 +673,13 @@ impl Drop for OwnedBatches {
 /// A chain of nodes owned whole (a sealed list swapped out, or an
 /// `OwnedBatches` chain), yielded one by one; freed if dropped.
 struct TakenBatches(*mut SealedNode);
+
+impl TakenBatches {
+    /// An empty list: what a reclaimer that takes nothing walks.
+    fn none() -> Self {
+        TakenBatches(ptr::null_mut())
+    }
+}
 
 impl Iterator for TakenBatches {
     type Item = Box<SealedNode>;
