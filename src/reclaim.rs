@@ -253,6 +253,20 @@ impl Reclaimer {
         read()
     }
 
+    /// Whether the calling thread holds back reclamation itself: it is
+    /// pinned (a guard of its own, or an iteration), or inside a one-call
+    /// read of this pool. Waiting for reclamation would then wait for
+    /// itself.
+    pub(crate) fn held_back_here(&self) -> bool {
+        crossbeam_epoch::is_pinned()
+            || self
+                .readers
+                .words
+                .get(known_thread_id())
+                // Relaxed: only this thread writes its word.
+                .is_some_and(|word| word.load(Ordering::Relaxed) != IDLE)
+    }
+
     /// A guard pinned on the collector batches are deferred on: the default
     /// one, the only one a [`crate::Guard`] can pin.
     #[inline]

@@ -197,6 +197,68 @@ mod registry {
     }
 }
 
+/// Sleeps of growing length, up to a total: for a thread that waits for
+/// others to make progress it cannot make for them (see
+/// `RawPool::wait_at_bound`). Under loom a nap is a yield, and the
+/// patience lasts one nap: the models explore what happens between the
+/// looks, not how long they take.
+pub(crate) struct Patience {
+    #[cfg(not(all(test, handle_pool_loom)))]
+    until: std::time::Instant,
+    #[cfg(not(all(test, handle_pool_loom)))]
+    nap: std::time::Duration,
+    #[cfg(all(test, handle_pool_loom))]
+    spent: bool,
+}
+
+impl Patience {
+    /// The first nap; each next one is twice as long, up to `LONGEST_NAP`.
+    #[cfg(not(all(test, handle_pool_loom)))]
+    const FIRST_NAP: std::time::Duration = std::time::Duration::from_micros(50);
+    #[cfg(not(all(test, handle_pool_loom)))]
+    const LONGEST_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+
+    /// Patience for naps adding up to about `total` (measured in wall
+    /// time, so oversleeping on a loaded machine counts).
+    pub(crate) fn new(total: std::time::Duration) -> Self {
+        #[cfg(not(all(test, handle_pool_loom)))]
+        {
+            Patience {
+                until: std::time::Instant::now() + total,
+                nap: Self::FIRST_NAP,
+            }
+        }
+        #[cfg(all(test, handle_pool_loom))]
+        {
+            let _ = total;
+            Patience { spent: false }
+        }
+    }
+
+    /// Sleeps the next nap and returns `true`, or returns `false` at once
+    /// if the patience is spent.
+    pub(crate) fn nap(&mut self) -> bool {
+        #[cfg(not(all(test, handle_pool_loom)))]
+        {
+            let now = std::time::Instant::now();
+            if now >= self.until {
+                return false;
+            }
+            std::thread::sleep(self.nap.min(self.until - now));
+            self.nap = (self.nap * 2).min(Self::LONGEST_NAP);
+            true
+        }
+        #[cfg(all(test, handle_pool_loom))]
+        {
+            if core::mem::replace(&mut self.spent, true) {
+                return false;
+            }
+            loom::thread::yield_now();
+            true
+        }
+    }
+}
+
 /// The two halves of an asymmetric fence, for the magazine handshake (see
 /// `magazine`): an owner's frequent `light_fence` costs nothing at run
 /// time, and a revoker's rare `heavy_fence` makes every running thread of

@@ -544,6 +544,52 @@ fn producer_and_consumer_on_two_threads_stay_within_the_bound() {
     });
 }
 
+/// Another thread holds a guard for 2 ms at a time, 1 ms apart, while
+/// this one churns with one-call operations: each pinned stretch holds
+/// back every batch sealed during it, tens of thousands of slots. An
+/// insert that would grow the pool past its bound sleeps until the guard
+/// is gone (it waits up to 10 ms) instead of growing, so capacity stays
+/// within the bound. A run over it is repeated, as above: a scheduler that
+/// keeps the pinned thread off the CPU for longer than the wait makes it.
+#[test]
+fn churn_past_a_guard_held_briefly_elsewhere_stays_within_the_bound() {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+    let _serial = serial();
+    const WINDOW: usize = 64;
+    const STRETCHES: usize = 10;
+    let bound = 4 * WINDOW + 1024;
+    within_bound_in_one_of_three(bound, "past a guard held 2 ms at a time", || {
+        let pool: HandlePool<u64> = HandlePool::new();
+        // How many pinned stretches have begun; `usize::MAX` stops them.
+        let stretches = AtomicUsize::new(0);
+        let mut pairs = 0u64;
+        thread::scope(|s| {
+            let holder = s.spawn(|| {
+                while stretches.load(Ordering::Relaxed) < STRETCHES {
+                    let guard = pin();
+                    stretches.fetch_add(1, Ordering::Relaxed);
+                    thread::sleep(Duration::from_millis(2));
+                    drop(guard);
+                    thread::sleep(Duration::from_millis(1));
+                }
+            });
+            let mut live = std::collections::VecDeque::with_capacity(WINDOW);
+            // Churns through every stretch, the last one included.
+            while stretches.load(Ordering::Relaxed) < STRETCHES || !holder.is_finished() {
+                live.push_back(pool.insert(pairs));
+                if live.len() == WINDOW {
+                    assert!(pool.remove(live.pop_front().unwrap()));
+                }
+                pairs += 1;
+            }
+            holder.join().unwrap();
+        });
+        eprintln!("{pairs} pairs through {STRETCHES} pinned stretches");
+        (pool.capacity(), pool.slots_used())
+    });
+}
+
 #[test]
 fn a_partial_batch_removed_one_at_a_time_by_an_idle_thread_is_sealed_by_others_activity() {
     let _serial = serial();
