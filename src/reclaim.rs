@@ -728,3 +728,7 @@ impl Drop for Header {
         }
     }
 }
+
+#[cfg(all(test, not(handle_pool_loom)))]
+#[path = "unit_tests/reclaim.rs"]
+mod tests;
