@@ -123,6 +123,13 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 
     /// Inserts a value and returns its handle.
     ///
+    /// Reuses a removed slot when one is past its grace period. If growing
+    /// the pool would take it past `4 × len + 1024` slots while removed
+    /// slots wait for a guard pinned on another thread (or a `with` running
+    /// there), it sleeps for at most 10 ms until they are released (see
+    /// "Memory under churn" in the [`design`](crate::design) docs). It never
+    /// waits while its own thread holds reclamation back.
+    ///
     /// # Panics
     /// When every one of the 2^32 - 1 slot indices is in use or retired.
     /// [`try_insert`](Self::try_insert) returns an error instead.

@@ -39,8 +39,8 @@ const BEHIND_ROUNDS: usize = 64;
 
 /// How long, at most, an insert that would take the pool past its bound
 /// sleeps waiting for reclamation (see `RawPool::wait_at_bound`): longer
-/// than a host's time slice for a virtual CPU, short against a guard held
-/// for a frame or more.
+/// than the few milliseconds a busy host typically takes a virtual CPU
+/// away for, short against a guard held for a frame or more.
 const BOUND_PATIENCE: Duration = Duration::from_millis(10);
 
 /// At most this many times `flush` and a full pool give the CPU away while
@@ -487,7 +487,13 @@ impl<T> RawPool<T> {
         // hands of a thread preempted while it reclaims them (nothing in
         // flight then, and nothing to see). Give the CPU away a few times,
         // so that thread can run, looking again each time. Meanwhile the
-        // home stripe is not quiet: what it waits for is its own.
+        // home stripe is not quiet: what it waits for is its own. Not if
+        // this thread holds the epoch back itself: no round could release
+        // anything, and each would push one more bag on crossbeam's global
+        // queue, which every later push of the epoch must work through.
+        if self.reclaimer.held_back_here() {
+            return self.take_from_others(home, Take::Any);
+        }
         let _waiting = self.stripes[home].waiting();
         for _ in 0..BEHIND_ROUNDS {
             if let Some(found) = self.round_behind(home, Take::QuietOnly, yield_now) {
@@ -549,31 +555,41 @@ impl<T> RawPool<T> {
     /// The last stand of back-pressure, when growing would take the pool
     /// past its bound (`4 × live + 1024`): sleeps, in naps of 50 µs
     /// doubling up to 1 ms, for at most `BOUND_PATIENCE`, looking for a
-    /// reusable slot after each nap, any stripe's. `None` once growing is
-    /// within the bound, or the patience ran out.
+    /// reusable slot between naps (another stripe's too, once none of this
+    /// one's is on the way). `None` once growing is within the bound, or
+    /// the patience ran out.
     ///
     /// The yields before it cost nothing when the CPU has nothing else to
     /// run, so they do not outlast a pinned thread whose virtual CPU the
-    /// host took away for a few milliseconds (two threads on two cores
-    /// then passed the bound in 4 of 20 runs: BENCHES.md, "Sleeping at the
-    /// bound"); a nap does. A calling thread that holds reclamation back
-    /// itself does not wait for itself. A guard held longer than the
-    /// patience is not a stall to ride out but the `R × P` of the
-    /// documented bound: the wait that runs out lets the pool grow to twice
-    /// its slots in use before anyone waits again, so writers pay the
-    /// patience once per doubling, not once per block.
+    /// host took away for a few milliseconds (with a real-time busy loop
+    /// taking one core 8 ms in 20, two threads passed the bound in 14 runs
+    /// of 100: BENCHES.md, "Sleeping at the bound"); a nap does. A calling
+    /// thread that holds reclamation back itself does not wait (see
+    /// `Reclaimer::held_back_here`). Nor can a wait see a thread that
+    /// holds a guard until this one finishes (a `par_iter` whose workers
+    /// insert): the patience bounds that. A guard held longer than the
+    /// patience is the `R × P` of the documented bound, not a stall to ride
+    /// out: a wait that runs out lets the pool grow to twice its slots in
+    /// use before anyone waits again: waits run out once per doubling (22
+    /// from 1,024 slots to 2^32), or once per thread waiting then.
     #[cold]
     #[inline(never)]
     fn wait_at_bound(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
-        if !self.growth_would_pass_bound() || self.reclaimer.held_back_here() {
+        if !self.growth_would_pass_bound() {
             return None;
         }
         let mut patience = Patience::new(BOUND_PATIENCE);
         let mut napped = true;
         while napped {
-            let found = self.round_behind(home, Take::Any, || napped = patience.nap());
-            if found.is_some() {
-                return found;
+            let pause = || {
+                // Pushes enough to work through a backlog of deferred
+                // functions (ours and anyone's: crossbeam's queue is
+                // shared) that long pins left, before sleeping.
+                self.reclaimer.drain_backlog();
+                napped = patience.nap();
+            };
+            if let Some(found) = self.round_behind(home, Take::Any, pause) {
+                return Some(found);
             }
             if !self.growth_would_pass_bound() {
                 return None;

@@ -9,12 +9,20 @@ use crate::lists::{Chain, SealedBatch};
 use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
-use crate::sync::{fence, known_thread_id, thread_id, Arc, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::{
+    fence, known_thread_id, thread_id, Arc, AtomicPtr, AtomicU64, DroppingReclaimed, Ordering,
+};
 
 /// At most this many epoch pushes in [`Reclaimer::settle`]: crossbeam
 /// frees what was deferred two epochs back, and a push can fail to advance
 /// while another thread is briefly pinned.
 const SETTLE_ROUNDS: usize = 8;
+
+/// Epoch pushes in [`Reclaimer::drain_backlog`]: up to 128 bags.
+#[cfg(not(all(test, handle_pool_loom)))]
+const DRAIN_PUSHES: usize = 16;
+#[cfg(all(test, handle_pool_loom))]
+const DRAIN_PUSHES: usize = 1;
 
 /// The reclamation state of one pool.
 pub(crate) struct Reclaimer {
@@ -253,16 +261,23 @@ impl Reclaimer {
         read()
     }
 
-    /// Whether the calling thread holds back reclamation itself: it is
-    /// pinned (a guard of its own, or an iteration), or inside a one-call
-    /// read of this pool. Waiting for reclamation would then wait for
-    /// itself.
+    /// Whether the calling thread holds reclamation back itself, or may:
+    /// it is pinned (a guard of its own, or an iteration), inside a one-call
+    /// read of this pool, or dropping values a reclamation took (whose
+    /// batches nobody else can reclaim meanwhile). A thread whose number is
+    /// given back (it is running thread-local destructors) counts too:
+    /// crossbeam's own thread-local may be gone already, and with it the
+    /// answer to whether the thread holds a guard. Waiting for reclamation
+    /// would then wait for itself.
     pub(crate) fn held_back_here(&self) -> bool {
-        crossbeam_epoch::is_pinned()
+        let number = known_thread_id();
+        number == usize::MAX
+            || crossbeam_epoch::is_pinned()
+            || DroppingReclaimed::here()
             || self
                 .readers
                 .words
-                .get(known_thread_id())
+                .get(number)
                 // Relaxed: only this thread writes its word.
                 .is_some_and(|word| word.load(Ordering::Relaxed) != IDLE)
     }
@@ -388,6 +403,20 @@ impl Reclaimer {
     /// helps the epoch advance and expired markers run.
     pub(crate) fn advance_epoch(&self) {
         self.pin().flush();
+    }
+
+    /// Pushes the epoch `DRAIN_PUSHES` times. Each push runs at most eight
+    /// bags of expired deferred functions off crossbeam's global queue,
+    /// which every user of the default collector shares, so a backlog that
+    /// long pins left anywhere in the process keeps our grace markers
+    /// waiting long after their epoch has passed. Cheap when nothing has
+    /// expired: a push then stops at the queue's first bag.
+    pub(crate) fn drain_backlog(&self) {
+        let mut guard = self.pin();
+        for _ in 0..DRAIN_PUSHES {
+            guard.flush();
+            guard.repin();
+        }
     }
 
     /// Pushes the epoch twice (re-pinning between the pushes, which lets the
@@ -543,6 +572,8 @@ fn reclaim_batch<T>(
             last: free.map_or(batch.last, |free| free.last),
         });
     }
+    // Values are dropped below, and a `Drop` may insert into this pool.
+    let _dropping = DroppingReclaimed::enter();
     let mut index = batch.head;
     for _ in 0..batch.count {
         let slot = storage.slot(index);

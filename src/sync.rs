@@ -197,14 +197,52 @@ mod registry {
     }
 }
 
+/// Marks the calling thread as dropping values a reclamation took off a
+/// pool's sealed lists, for as long as it lives (see `reclaim_batch`): a
+/// value's `Drop` that inserts into the same pool must not wait for
+/// reclamation, which is waiting for that `Drop` to return.
+pub(crate) struct DroppingReclaimed(());
+
+#[cfg(not(all(test, handle_pool_loom)))]
+std::thread_local! {
+    static DROPPING_RECLAIMED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+#[cfg(all(test, handle_pool_loom))]
+loom::thread_local! {
+    static DROPPING_RECLAIMED: std::cell::Cell<u32> = std::cell::Cell::new(0);
+}
+
+impl DroppingReclaimed {
+    pub(crate) fn enter() -> Self {
+        // A thread whose locals are being destroyed is not marked; it does
+        // not wait either (see `Reclaimer::held_back_here`).
+        let _ = DROPPING_RECLAIMED.try_with(|depth| depth.set(depth.get() + 1));
+        DroppingReclaimed(())
+    }
+
+    /// Whether the calling thread is inside a [`DroppingReclaimed`].
+    pub(crate) fn here() -> bool {
+        DROPPING_RECLAIMED
+            .try_with(|depth| depth.get() > 0)
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for DroppingReclaimed {
+    fn drop(&mut self) {
+        let _ = DROPPING_RECLAIMED.try_with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
 /// Sleeps of growing length, up to a total: for a thread that waits for
 /// others to make progress it cannot make for them (see
 /// `RawPool::wait_at_bound`). Under loom a nap is a yield, and the
 /// patience lasts one nap: the models explore what happens between the
 /// looks, not how long they take.
 pub(crate) struct Patience {
+    /// `None` where there is no clock.
     #[cfg(not(all(test, handle_pool_loom)))]
-    until: std::time::Instant,
+    until: Option<std::time::Instant>,
     #[cfg(not(all(test, handle_pool_loom)))]
     nap: std::time::Duration,
     #[cfg(all(test, handle_pool_loom))]
@@ -219,12 +257,15 @@ impl Patience {
     const LONGEST_NAP: std::time::Duration = std::time::Duration::from_millis(1);
 
     /// Patience for naps adding up to about `total` (measured in wall
-    /// time, so oversleeping on a loaded machine counts).
+    /// time, so oversleeping on a loaded machine counts). None at all
+    /// where there is no clock to measure it (`wasm32-unknown-unknown`,
+    /// whose `Instant::now` panics).
     pub(crate) fn new(total: std::time::Duration) -> Self {
         #[cfg(not(all(test, handle_pool_loom)))]
         {
+            let clock = !cfg!(all(target_family = "wasm", target_os = "unknown"));
             Patience {
-                until: std::time::Instant::now() + total,
+                until: clock.then(|| std::time::Instant::now() + total),
                 nap: Self::FIRST_NAP,
             }
         }
@@ -240,11 +281,14 @@ impl Patience {
     pub(crate) fn nap(&mut self) -> bool {
         #[cfg(not(all(test, handle_pool_loom)))]
         {
+            let Some(until) = self.until else {
+                return false;
+            };
             let now = std::time::Instant::now();
-            if now >= self.until {
+            if now >= until {
                 return false;
             }
-            std::thread::sleep(self.nap.min(self.until - now));
+            std::thread::sleep(self.nap.min(until - now));
             self.nap = (self.nap * 2).min(Self::LONGEST_NAP);
             true
         }

@@ -1,13 +1,19 @@
-//! Who holds reclamation back: the calling thread's own guard or one-call
-//! read, and nothing else.
+//! Who holds reclamation back: the calling thread's own guard, one-call
+//! read or drops of reclaimed values, and nothing else.
 
 use super::*;
 
 #[test]
-fn a_thread_holds_reclamation_back_while_pinned_or_inside_its_own_read() {
+fn a_thread_holds_reclamation_back_while_pinned_reading_or_dropping_reclaimed_values() {
     // Enough words that this test thread has one (numbers are dense).
     let reclaimer = Reclaimer::new(1024);
     let other = Reclaimer::new(1024);
+    // Without a number, it may be running thread-local destructors.
+    if crate::sync::known_thread_id() == usize::MAX {
+        assert!(reclaimer.held_back_here(), "no number");
+    }
+    // Taken as every insert takes it, before its slow path.
+    assert!(crate::sync::thread_id().is_some());
     assert!(!reclaimer.held_back_here(), "idle");
     {
         let _guard = crate::pin();
@@ -27,4 +33,9 @@ fn a_thread_holds_reclamation_back_while_pinned_or_inside_its_own_read() {
         !other.read(|| reclaimer.held_back_here()),
         "a read of another pool holds this one's reclamation back"
     );
+    {
+        let _dropping = crate::sync::DroppingReclaimed::enter();
+        assert!(reclaimer.held_back_here(), "dropping reclaimed values");
+    }
+    assert!(!reclaimer.held_back_here(), "done dropping");
 }
