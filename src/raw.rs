@@ -600,11 +600,11 @@ impl<T> RawPool<T> {
     }
 
     /// Whether a fresh block would take the slots in use past the bound
-    /// the pool promises, `4 × live + 1024`, and no wait that ran out
-    /// waived it for the pool's present size (see `wait_at_bound`).
+    /// the pool promises, and no wait that ran out waived it for the
+    /// pool's present size (see `wait_at_bound`).
     fn growth_would_pass_bound(&self) -> bool {
         let used = self.slots_used();
-        used + self.config.fresh_block as u64 > 4 * self.len() as u64 + 1024
+        used + self.config.fresh_block as u64 > self.promised_slots()
             // Relaxed: see `wait_at_bound`.
             && used >= self.bound_waived_below.load(Ordering::Relaxed)
     }
@@ -698,18 +698,27 @@ impl<T> RawPool<T> {
     }
 
     /// Whether growing now would be growth the live count does not explain:
-    /// more than three quarters of the bound the pool promises (`4 × live +
-    /// 1024`) are already in use, so that what the epoch holds back is found
-    /// before the bound is reached. The quarter left covers the fresh blocks
-    /// of threads that passed this test at once, and growth after the
-    /// back-pressure rounds run out while a pinned thread holds the epoch
-    /// back briefly; a guard held long takes the pool past the bound (see
-    /// `design.md`, "Memory under churn"). At half the bound, eight threads
+    /// more than three quarters of the bound the pool promises
+    /// ([`promised_slots`](Self::promised_slots)) are already in use, so
+    /// that what the epoch holds back is found before the bound is reached.
+    /// The quarter left covers the fresh blocks of threads that passed this
+    /// test at once, and growth after the back-pressure rounds run out
+    /// while a pinned thread holds the epoch back briefly; growth past the
+    /// bound itself waits (`wait_at_bound`), and only a guard held longer
+    /// than that wait takes the pool past it (see `design.md`, "Memory
+    /// under churn"). At half the bound, eight threads
     /// on two cores, each holding a magazine's open batch of up to 64 slots,
     /// were behind almost always (BENCHES.md, "Back-pressure from three
     /// quarters of the bound").
     fn reclamation_is_behind(&self) -> bool {
-        self.slots_used() > 3 * self.len() as u64 + 768
+        self.slots_used() > self.promised_slots() / 4 * 3
+    }
+
+    /// The slots in use the pool promises to stay within under churn with
+    /// no guard held long: `4 × live + 1024` (see `design.md`, "Memory
+    /// under churn").
+    fn promised_slots(&self) -> u64 {
+        4 * self.len() as u64 + 1024
     }
 
     #[inline(always)]
