@@ -22,7 +22,7 @@ pub struct Config {
     pub stripes: usize,
     /// Fresh slots an insert reserves at once when nothing is reusable (default 16).
     pub fresh_block: u32,
-    /// Removed slots retired through one deferred reclamation (default 64).
+    /// Removed slots retired through one deferred reclamation (default 128).
     pub batch: u32,
     /// Whether a thread numbered below the stripe count keeps its free
     /// slots and removals in a magazine of its own (default `true`; used
@@ -39,7 +39,7 @@ impl Default for Config {
             flat_slots: MAX_INDEX + 1,
             stripes: 0,
             fresh_block: 16,
-            batch: 64,
+            batch: 128,
             magazines: true,
         }
     }

@@ -25,9 +25,11 @@ use crate::sync::{asymmetric_fences, yield_now, AtomicU64, Ordering, Patience};
 /// A stripe is swept (see [`RawPool::sweep`]) once per this many pops of
 /// its free list, and once per this many batches it seals. Sweeps pin, and
 /// a thread preempted while pinned holds the epoch back for everyone, so
-/// they are kept rare.
+/// they are kept rare. With the default batch of 128, a sweep (and its
+/// flush of the thread's markers) comes once per 256 removes, as it did
+/// with batches of 64 and a sweep per four seals.
 const SWEEP_EVERY_POPS: u32 = 1024;
-const SWEEP_EVERY_SEALS: u32 = 4;
+const SWEEP_EVERY_SEALS: u32 = 2;
 
 /// At most this many times an insert gives the CPU away and looks again
 /// before it grows a pool whose reclamation is behind: enough for a thread
@@ -707,7 +709,7 @@ impl<T> RawPool<T> {
     /// bound itself waits (`wait_at_bound`), and only a guard held longer
     /// than that wait takes the pool past it (see `design.md`, "Memory
     /// under churn"). At half the bound, eight threads
-    /// on two cores, each holding a magazine's open batch of up to 64 slots,
+    /// on two cores, each holding a magazine's open batch of up to 64 slots (the batch then),
     /// were behind almost always (BENCHES.md, "Back-pressure from three
     /// quarters of the bound").
     fn reclamation_is_behind(&self) -> bool {
@@ -1017,7 +1019,7 @@ impl<T> RawPool<T> {
 
     /// Hands a batch this thread just sealed to reclamation, and sweeps once
     /// per `SWEEP_EVERY_SEALS` batches, pushing the epoch: that flushes this
-    /// thread's grace markers to the global queue, one flush for four
+    /// thread's grace markers to the global queue, one flush for two
     /// batches (a flush moves crossbeam's whole bag, about a microsecond).
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch, seals: u32) {
         self.reclaimer.defer(home, batch);
