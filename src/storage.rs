@@ -253,7 +253,8 @@ impl<T> Storage<T> {
 
     /// Commits the flat region's slots below `end` (at most
     /// `flat_reserved`). The pages behind them are mapped an eighth ahead of
-    /// what is mapped already, so that a growing pool makes a logarithmic
+    /// what is mapped already (in whole huge pages past the first 2 MiB,
+    /// see `Region::round_up`), so that a growing pool makes a logarithmic
     /// number of system calls; the slots committed (its capacity) are exactly
     /// those asked for, as with an allocation. Mapped pages take memory only
     /// when first written.

@@ -1,6 +1,8 @@
 //! Where indices live: four buckets per doubling level, offsets inside them.
 
 use super::*;
+#[cfg(all(unix, target_pointer_width = "64"))]
+use crate::region::HUGE_PAGE;
 
 /// Checks `locate` on `indices`, consecutive and ascending.
 fn check_consecutive(storage: &Storage<u32>, indices: impl Iterator<Item = u32>) {
@@ -166,6 +168,8 @@ fn slots_below_the_flat_region_end_are_flat_and_the_rest_in_buckets() {
 #[test]
 fn the_flat_region_maps_an_eighth_ahead_and_commits_what_is_asked() {
     let storage = Storage::<u64>::new(6, u32::MAX, u32::MAX);
+    // A region of huge pages' size starts on a huge-page boundary.
+    assert_eq!(storage.flat.load(Ordering::Relaxed) as usize % HUGE_PAGE, 0);
     let size = core::mem::size_of::<Slot<u64>>();
     let mut maps = 0;
     let mut last = 0;
@@ -179,11 +183,23 @@ fn the_flat_region_maps_an_eighth_ahead_and_commits_what_is_asked() {
         }
         let used = end as usize * size;
         assert!(mapped >= used);
+        // An eighth ahead, in whole pages, and from 2 MiB on in whole huge
+        // pages, so that every extent a huge page may serve is mapped whole
+        // before the pool first writes to it.
         let page = storage.region.as_ref().unwrap().page();
+        let ahead = used + used / 8 + page;
+        let grain = if ahead >= HUGE_PAGE { HUGE_PAGE } else { page };
         assert!(
-            mapped <= used + used / 8 + page,
+            mapped <= ahead.next_multiple_of(grain),
             "{mapped} bytes mapped for {used}"
         );
+        if mapped >= HUGE_PAGE {
+            assert_eq!(
+                mapped % HUGE_PAGE,
+                0,
+                "{mapped} bytes mapped: not whole huge pages"
+            );
+        }
     }
     assert!(maps < 120, "{maps} system calls to grow to a million slots");
     // A region that holds every slot the pool may hand out stops at its end.
