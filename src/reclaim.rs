@@ -26,7 +26,13 @@ const DRAIN_PUSHES: usize = 1;
 
 /// The reclamation state of one pool.
 pub(crate) struct Reclaimer {
-    header: Arc<Header>,
+    /// Padded away from the `Arc`'s counts: every seal clones the `Arc` for
+    /// its marker and whichever thread runs the marker drops it, while every
+    /// seal, sweep and reclamation reads the stripes pointer here. On one
+    /// line, each count change cost the other threads a miss on that read
+    /// (two threads churning one pool: 100-105 M pairs/s unpadded, 106-110
+    /// padded; BENCHES.md, "The header's line").
+    header: Arc<CachePadded<Header>>,
     /// The one-call reads' announcements (see "One-call reads announce
     /// instead of pinning" in the module docs).
     readers: Readers,
@@ -193,7 +199,7 @@ pub(crate) struct Reclaimed {
 impl Reclaimer {
     pub(crate) fn new(stripes: usize) -> Self {
         Reclaimer {
-            header: Arc::new(Header {
+            header: Arc::new(CachePadded::new(Header {
                 stripes: (0..stripes)
                     .map(|_| {
                         CachePadded::new(StripeBatches {
@@ -206,7 +212,7 @@ impl Reclaimer {
                         })
                     })
                     .collect(),
-            }),
+            })),
             readers: Readers::new(stripes),
             era: 0,
         }
