@@ -413,3 +413,45 @@ fn sealed_batch_of_an_idle_owner_is_adopted_by_a_flush() {
         },
     );
 }
+
+/// An idle owner's sealed batch (as above, its marker never flushed),
+/// adopted at once by back-pressure rounds on two threads. The adoption
+/// watermark lets only the first to raise it defer a marker; the other
+/// defers none and relies on that one, which reaches the global queue
+/// before its adopter unpins. No marker is lost: a flush afterwards drops
+/// the value, once, without deferring one of its own. (A flush adopts the
+/// same way; two whole flushes racing were too many executions to explore.)
+#[test]
+fn two_rounds_adopting_one_idle_batch_lose_no_marker() {
+    explore_with(
+        "two_rounds_adopting_one_idle_batch_lose_no_marker",
+        Some(1),
+        || {
+            let log = DropLog::new(1);
+            let pool = Arc::new(Pool::with_config(Config::tiny(8, 1)));
+            let mut r = Recorder::new(Arc::clone(&log));
+            let removed = r.insert(&pool, 0);
+            let owner_pool = Arc::clone(&pool);
+            // Parked, not joined: see `Parked`.
+            let owner = spawn_parked(move || assert!(owner_pool.remove(removed)));
+            owner.finished();
+            let round_pool = Arc::clone(&pool);
+            // Parked too: a joined thread's participant pins once more when
+            // it is unregistered, after `join` (see `Parked`).
+            let round = spawn_parked(move || round_pool.adopt_as_a_round_does());
+            pool.adopt_as_a_round_does();
+            round.finished();
+            pool.flush();
+            assert_eq!(
+                log.drops(0),
+                1,
+                "removed by an idle owner, dropped by a flush after two adoptions"
+            );
+            drop(pool);
+            owner.release();
+            round.release();
+            collect_garbage();
+            log.assert_each_dropped_once();
+        },
+    );
+}

@@ -127,6 +127,10 @@ struct StripeBatches {
     count: AtomicU64,
     /// Every batch numbered up to this one is past its grace period.
     graced: AtomicU64,
+    /// The highest number an adopter's marker covers. Those markers go to
+    /// crossbeam's global queue at once, where any thread's epoch push runs
+    /// them, so batches up to here need no other marker (see `adopt`).
+    adopted: AtomicU64,
     /// The highest `graced` a reclaimer has taken the sealed list for,
     /// lowered again by every push of a batch numbered at or below it:
     /// `graced > taken` says a batch past its grace period may be waiting
@@ -206,6 +210,7 @@ impl Reclaimer {
                             sealed: BatchList::new(),
                             count: AtomicU64::new(0),
                             graced: AtomicU64::new(0),
+                            adopted: AtomicU64::new(0),
                             taken: AtomicU64::new(0),
                             held: BatchList::new(),
                             held_from: AtomicU64::new(NONE_HELD),
@@ -331,28 +336,50 @@ impl Reclaimer {
     }
 
     /// Defers, on this thread, a grace marker for every batch sealed so far
-    /// on each of `stripes` that is not past its grace period yet, and
-    /// flushes them to the global queue: the batches of a stripe whose owner
-    /// went idle with its own markers in its local bag. Returns whether any
-    /// batch was waiting.
+    /// on each of `stripes` that is neither past its grace period yet nor
+    /// covered by an earlier adopter's marker, and flushes them to the
+    /// global queue: the batches of a stripe whose owner went idle with its
+    /// own markers in its local bag. Returns whether it deferred any (and
+    /// so flushed).
+    ///
+    /// A marker already on the global queue is not deferred again: while a
+    /// guard holds the epoch back, every back-pressure round adopts, and
+    /// each marker deferred again was one more bag on crossbeam's queue,
+    /// shared by the whole process, where each epoch push works off at most
+    /// eight (a pool churned next on that thread waited at its bound and
+    /// grew past it: BENCHES.md, "Adopting once").
     pub(crate) fn adopt(&self, stripes: impl IntoIterator<Item = StripeIndex>) -> bool {
         let mut guard = None;
+        let mut deferred = false;
         for stripe in stripes {
             let batches = &self.header.stripes[stripe.get()];
             // Acquire pairs with the sealers' AcqRel increments: the slots of
             // every batch counted were removed before the marker is deferred.
             let count = batches.count.load(Ordering::Acquire);
-            if count > batches.graced.load(Ordering::Relaxed) {
-                let guard = guard.get_or_insert_with(|| self.pin());
+            if count <= batches.graced.load(Ordering::Relaxed) {
+                continue;
+            }
+            // Pinned before the watermark is raised: an adopter that finds
+            // it raised and defers nothing cannot push the epoch two steps
+            // past ours until we unpin, by when our marker is on the global
+            // queue. (Our pin's SeqCst fence is sequenced before our
+            // `fetch_max`; theirs reads it and is sequenced before the
+            // SeqCst fence of their epoch push, so that fence follows ours
+            // and the push sees us pinned.) They wait no longer than for a
+            // marker of their own, which could not expire before ours.
+            let guard = guard.get_or_insert_with(|| self.pin());
+            // Relaxed: see above.
+            if batches.adopted.fetch_max(count, Ordering::Relaxed) < count {
                 self.defer_marker(stripe, count, guard);
+                deferred = true;
             }
         }
         match guard {
-            Some(guard) => {
+            Some(guard) if deferred => {
                 guard.flush();
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 

@@ -590,6 +590,43 @@ fn churn_past_a_guard_held_briefly_elsewhere_stays_within_the_bound() {
     });
 }
 
+/// A thread churns one pool while it holds a guard, so nothing it removes
+/// can be reclaimed and its inserts run back-pressure round after round;
+/// then, the guard dropped, it churns a fresh pool. Every round adopts the
+/// stripes' batches. When a round deferred a marker again for batches a
+/// marker on crossbeam's global queue already covered, the queue filled
+/// with bags that the fresh pool's epoch pushes worked off eight at a
+/// time: it waited at its bound and grew past it (9,152 slots, 720 ms for
+/// 20,000 pairs). A run over the bound is repeated, as above.
+#[test]
+fn a_guard_held_through_long_churn_leaves_no_backlog_for_the_next_pool() {
+    let _serial = serial();
+    const WINDOW: usize = 64;
+    let bound = 4 * WINDOW + 1024;
+    within_bound_in_one_of_three(
+        bound,
+        "churning a pool after a guard held through churn",
+        || {
+            // A thread of its own: its crossbeam bag starts empty.
+            thread::spawn(|| {
+                let config = Config {
+                    stripes: 1,
+                    ..Config::default()
+                };
+                let held: HandlePool<u64> = HandlePool::with_config(config);
+                let guard = pin();
+                common::churn_on(&held, 0, 200_000, WINDOW, false);
+                drop(guard);
+                let fresh: HandlePool<u64> = HandlePool::with_config(config);
+                common::churn_on(&fresh, 0, 20_000, WINDOW, false);
+                (fresh.capacity(), fresh.slots_used())
+            })
+            .join()
+            .unwrap()
+        },
+    );
+}
+
 #[test]
 fn a_partial_batch_removed_one_at_a_time_by_an_idle_thread_is_sealed_by_others_activity() {
     let _serial = serial();

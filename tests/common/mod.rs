@@ -391,29 +391,12 @@ pub fn pick<T: Copy>(list: &[T], i: usize) -> Option<T> {
 /// pool's capacity and slots used afterwards. The threads are joined one by
 /// one (not only by the scope's end), which ThreadSanitizer can see.
 pub fn churn(threads: usize, pairs: usize, window: usize, check: bool) -> (usize, usize) {
-    use std::collections::VecDeque;
     let pool: HandlePool<u64> = HandlePool::new();
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 let pool = &pool;
-                s.spawn(move || {
-                    let mut live = VecDeque::with_capacity(window);
-                    for i in 0..pairs {
-                        let value = (t * pairs + i) as u64;
-                        live.push_back((pool.insert(value), value));
-                        if live.len() == window {
-                            let (h, v) = live.pop_front().unwrap();
-                            if check {
-                                assert_eq!(pool.get_cloned(h), Some(v));
-                            }
-                            assert!(pool.remove(h));
-                        }
-                    }
-                    for (h, _) in live {
-                        assert!(pool.remove(h));
-                    }
-                })
+                s.spawn(move || churn_on(pool, (t * pairs) as u64, pairs, window, check))
             })
             .collect();
         // Joined one by one: the scope's own wait synchronises inside
@@ -423,4 +406,25 @@ pub fn churn(threads: usize, pairs: usize, window: usize, check: bool) -> (usize
         }
     });
     (pool.capacity(), pool.slots_used())
+}
+
+/// One thread's part of [`churn`]: `pairs` inserts of the values from
+/// `first` on, each value removed once `window` more are live (checked
+/// first, with a one-call read, if `check`), then the rest removed.
+pub fn churn_on(pool: &HandlePool<u64>, first: u64, pairs: usize, window: usize, check: bool) {
+    use std::collections::VecDeque;
+    let mut live = VecDeque::with_capacity(window);
+    for value in (first..).take(pairs) {
+        live.push_back((pool.insert(value), value));
+        if live.len() == window {
+            let (h, v) = live.pop_front().unwrap();
+            if check {
+                assert_eq!(pool.get_cloned(h), Some(v));
+            }
+            assert!(pool.remove(h));
+        }
+    }
+    for (h, _) in live {
+        assert!(pool.remove(h));
+    }
 }
