@@ -416,8 +416,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 
     /// For the loom models: see `RawPool::adopt_as_a_round_does`.
     #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn adopt_as_a_round_does(&self) {
-        self.raw.adopt_as_a_round_does();
+    pub(crate) fn adopt_as_a_round_does(&self) -> bool {
+        self.raw.adopt_as_a_round_does()
     }
 
     /// For the loom models: see `RawPool::quiet_stripes`.

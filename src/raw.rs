@@ -191,15 +191,16 @@ impl<T> RawPool<T> {
 
     /// For the loom models, which cannot reach the back-pressure rounds:
     /// adopts every stripe's batches as a round does, pushing the epoch if
-    /// that deferred no marker.
+    /// that deferred no marker; returns whether it deferred one.
     #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn adopt_as_a_round_does(&self) {
-        if !self
+    pub(crate) fn adopt_as_a_round_does(&self) -> bool {
+        let deferred = self
             .reclaimer
-            .adopt(self.stripes.all_from(self.stripes.home()))
-        {
+            .adopt(self.stripes.all_from(self.stripes.home()));
+        if !deferred {
             self.reclaimer.advance_epoch();
         }
+        deferred
     }
 
     /// The sum of the stripes' length shares: exact when no operation is in
@@ -759,9 +760,9 @@ impl<T> RawPool<T> {
     /// Keeps reclamation going whatever the pool's traffic: visits one
     /// stripe (every stripe in turn, round-robin from `from`). If nobody
     /// removed from it since the last visit, seals its partial removal batch
-    /// and adopts its sealed batches (defers grace markers for them here and
-    /// flushes: its owner may have gone idle with its own markers in its
-    /// local bag). Then, if the stripe is `from` itself or quiet, reclaims
+    /// and adopts its sealed batches (defers a grace marker for those no
+    /// adopter's marker covers yet, here, and flushes: its owner may have
+    /// gone idle with its own markers in its local bag). Then, if the stripe is `from` itself or quiet, reclaims
     /// its batches past their grace period onto its own free list (slots
     /// stay with their stripe: see `find_reusable`); a busy stripe's batches
     /// are left to its own threads, since walking them would pull their
@@ -814,7 +815,7 @@ impl<T> RawPool<T> {
             }
             self.seal_shared(stripe);
         }
-        self.reclaimer.adopt(self.stripes.all_from(home));
+        self.reclaimer.adopt_anew(self.stripes.all_from(home));
         self.reclaimer.settle();
         for stripe in self.stripes.all_from(home) {
             self.reclaim_into(stripe, home);

@@ -340,7 +340,7 @@ impl Reclaimer {
     /// covered by an earlier adopter's marker, and flushes them to the
     /// global queue: the batches of a stripe whose owner went idle with its
     /// own markers in its local bag. Returns whether it deferred any (and
-    /// so flushed).
+    /// so flushed). For sweeps and back-pressure rounds.
     ///
     /// A marker already on the global queue is not deferred again: while a
     /// guard holds the epoch back, every back-pressure round adopts, and
@@ -349,6 +349,23 @@ impl Reclaimer {
     /// eight (a pool churned next on that thread waited at its bound and
     /// grew past it: BENCHES.md, "Adopting once").
     pub(crate) fn adopt(&self, stripes: impl IntoIterator<Item = StripeIndex>) -> bool {
+        self.adopt_past(stripes, true)
+    }
+
+    /// [`adopt`](Self::adopt), deferring a marker even for batches an
+    /// earlier adopter's marker covers: for `flush`, which must not rely on
+    /// that marker. Its adopter, pinned and then preempted before queueing
+    /// it, may queue it an epoch later than a marker deferred here, and
+    /// `settle` pushes the epoch a bounded number of times.
+    pub(crate) fn adopt_anew(&self, stripes: impl IntoIterator<Item = StripeIndex>) -> bool {
+        self.adopt_past(stripes, false)
+    }
+
+    fn adopt_past(
+        &self,
+        stripes: impl IntoIterator<Item = StripeIndex>,
+        skip_covered: bool,
+    ) -> bool {
         let mut guard = None;
         let mut deferred = false;
         for stripe in stripes {
@@ -359,17 +376,16 @@ impl Reclaimer {
             if count <= batches.graced.load(Ordering::Relaxed) {
                 continue;
             }
-            // Pinned before the watermark is raised: an adopter that finds
-            // it raised and defers nothing cannot push the epoch two steps
-            // past ours until we unpin, by when our marker is on the global
-            // queue. (Our pin's SeqCst fence is sequenced before our
-            // `fetch_max`; theirs reads it and is sequenced before the
-            // SeqCst fence of their epoch push, so that fence follows ours
-            // and the push sees us pinned.) They wait no longer than for a
-            // marker of their own, which could not expire before ours.
+            // Pinned before the watermark is raised, so that an adopter that
+            // finds it raised and defers nothing cannot push the epoch two
+            // steps past our pin until we unpin, by when our marker is on
+            // the global queue. AcqRel: our pin happens before the Release
+            // half; an adopter whose `fetch_max` reads ours (directly or
+            // through later `fetch_max`es, one release sequence) acquires
+            // it, so the epoch pushes it makes afterwards see us pinned.
             let guard = guard.get_or_insert_with(|| self.pin());
-            // Relaxed: see above.
-            if batches.adopted.fetch_max(count, Ordering::Relaxed) < count {
+            let covered = batches.adopted.fetch_max(count, Ordering::AcqRel) >= count;
+            if !(skip_covered && covered) {
                 self.defer_marker(stripe, count, guard);
                 deferred = true;
             }
