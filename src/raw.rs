@@ -190,17 +190,10 @@ impl<T> RawPool<T> {
     }
 
     /// For the loom models, which cannot reach the back-pressure rounds:
-    /// adopts every stripe's batches as a round does, pushing the epoch if
-    /// that deferred no marker; returns whether it deferred one.
+    /// adopts as a round does (see `adopt_all_or_push`).
     #[cfg(all(test, handle_pool_loom))]
     pub(crate) fn adopt_as_a_round_does(&self) -> bool {
-        let deferred = self
-            .reclaimer
-            .adopt(self.stripes.all_from(self.stripes.home()));
-        if !deferred {
-            self.reclaimer.advance_epoch();
-        }
-        deferred
+        self.adopt_all_or_push(self.stripes.home())
     }
 
     /// The sum of the stripes' length shares: exact when no operation is in
@@ -553,17 +546,25 @@ impl<T> RawPool<T> {
         self.stripes.note_inserts();
         pause();
         self.stripes.note_inserts();
-        // Adopting every stripe's batches as well: their markers may
-        // wait in the bags of threads that seal rarely or were preempted.
-        if !self.reclaimer.adopt(self.stripes.all_from(home)) {
-            self.reclaimer.advance_epoch();
-        }
+        self.adopt_all_or_push(home);
         if self.reclaim_into(home, home) {
             if let Some(found) = self.pop_from(home) {
                 return Some(found);
             }
         }
         None
+    }
+
+    /// A back-pressure round's adoption of every stripe's batches (their
+    /// markers may wait in the bags of threads that seal rarely or were
+    /// preempted), pushing the epoch if it deferred no marker; returns
+    /// whether it deferred one.
+    fn adopt_all_or_push(&self, home: StripeIndex) -> bool {
+        let deferred = self.reclaimer.adopt(self.stripes.all_from(home));
+        if !deferred {
+            self.reclaimer.advance_epoch();
+        }
+        deferred
     }
 
     /// The last stand of back-pressure, when growing would take the pool
@@ -722,8 +723,8 @@ impl<T> RawPool<T> {
     /// while a pinned thread holds the epoch back briefly; growth past the
     /// bound itself waits (`wait_at_bound`), and only a guard held longer
     /// than that wait takes the pool past it (see `design.md`, "Memory
-    /// under churn"). At half the bound, eight threads
-    /// on two cores, each holding a magazine's open batch of up to 64 slots (the batch then),
+    /// under churn"). At half the bound, eight threads on two cores, each
+    /// holding a magazine's open batch of up to 64 slots (the batch then),
     /// were behind almost always (BENCHES.md, "Back-pressure from three
     /// quarters of the bound").
     fn reclamation_is_behind(&self) -> bool {
@@ -762,7 +763,8 @@ impl<T> RawPool<T> {
     /// removed from it since the last visit, seals its partial removal batch
     /// and adopts its sealed batches (defers a grace marker for those no
     /// adopter's marker covers yet, here, and flushes: its owner may have
-    /// gone idle with its own markers in its local bag). Then, if the stripe is `from` itself or quiet, reclaims
+    /// gone idle with its own markers in its local bag). Then, if the
+    /// stripe is `from` itself or quiet, reclaims
     /// its batches past their grace period onto its own free list (slots
     /// stay with their stripe: see `find_reusable`); a busy stripe's batches
     /// are left to its own threads, since walking them would pull their
