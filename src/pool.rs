@@ -139,6 +139,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// let h = pool.insert(7);
     /// assert_eq!(pool.get_cloned(h), Some(7));
     /// ```
+    #[inline]
     pub fn insert(&self, value: T) -> H {
         match self.try_insert(value) {
             Ok(handle) => handle,
@@ -156,6 +157,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// let h = pool.try_insert(7).unwrap();
     /// assert!(pool.contains(h));
     /// ```
+    #[inline]
     pub fn try_insert(&self, value: T) -> Result<H, CapacityError<T>> {
         self.raw
             .insert(value)
@@ -733,6 +735,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// assert!(pool.remove(h));
     /// assert!(!pool.remove(h));
     /// ```
+    #[inline]
     pub fn remove(&self, handle: H) -> bool {
         self.raw.remove(handle.handle())
     }

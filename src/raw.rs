@@ -969,11 +969,23 @@ impl<T> RawPool<T> {
 
     /// Removes the value `handle` refers to; `false` if it was not there.
     /// The value is dropped, and the slot reused, after the grace period.
+    ///
+    /// Only a magazine owner's removal that does not fill its batch stays
+    /// inline; everything else is a call, so the common path saves and
+    /// restores few registers and inlines into the caller's loop as
+    /// `insert` does (BENCHES.md, "A leaner fast path").
+    #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
-        let (index, generation) = (handle.index(), handle.generation());
-        let Some(slot) = self.storage.get(index) else {
-            return false;
-        };
+        match self.storage.get(handle.index()) {
+            Some(slot) => self.remove_at(slot, handle),
+            None => false,
+        }
+    }
+
+    /// [`remove`](Self::remove) of the value in `slot`, the slot of
+    /// `handle`'s index.
+    #[inline(always)]
+    fn remove_at(&self, slot: &Slot<T>, handle: Handle) -> bool {
         // A plain load first: a stale handle costs no write to the line.
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
             return false;
@@ -982,21 +994,27 @@ impl<T> RawPool<T> {
             return self.remove_and_retire(slot, handle);
         }
         let (home, magazine) = self.stripes.home_and_magazine();
-        if let Some(section) = magazine.and_then(Magazine::enter) {
-            let removals = section.removals();
-            if !slot.try_remove(handle, removals.head_owned()) {
-                return false;
-            }
-            let full = removals.push_owned(index, self.config.batch);
+        let Some(section) = magazine.and_then(Magazine::enter) else {
+            return self.remove_shared(home, slot, handle);
+        };
+        let removals = section.removals();
+        if !slot.try_remove(handle, removals.head_owned()) {
+            return false;
+        }
+        if let Some(full) = removals.push_owned(handle.index(), self.config.batch) {
             // Counted before the section ends (a revoker may take the batch
             // then), and only for a full batch: a division is not free.
-            let full = full.map(|full| (full, removals.removals() / self.config.batch));
+            let seals = removals.removals() / self.config.batch;
             drop(section);
-            if let Some((full, seals)) = full {
-                self.sealed(home, full, seals);
-            }
-            return true;
+            self.sealed(home, full, seals);
         }
+        true
+    }
+
+    /// [`remove`](Self::remove) through `home`'s shared removal batch, for a
+    /// thread without a magazine here or whose magazine a revoker holds.
+    #[inline(never)]
+    fn remove_shared(&self, home: StripeIndex, slot: &Slot<T>, handle: Handle) -> bool {
         let removals = &self.stripes[home].removals;
         let (link, current) = removals.head();
         if !slot.try_remove(handle, link) {
@@ -1004,11 +1022,11 @@ impl<T> RawPool<T> {
         }
         let relink = |head| {
             slot.word.store(
-                SlotWord::removed(generation, head).to_bits(),
+                SlotWord::removed(handle.generation(), head).to_bits(),
                 Ordering::Relaxed,
             )
         };
-        if let Some(full) = removals.push(index, 1, current, self.config.batch, relink) {
+        if let Some(full) = removals.push(handle.index(), 1, current, self.config.batch, relink) {
             self.sealed(home, full, removals.removals() / self.config.batch);
         }
         true
@@ -1037,6 +1055,8 @@ impl<T> RawPool<T> {
     /// per `SWEEP_EVERY_SEALS` batches, pushing the epoch: that flushes this
     /// thread's grace markers to the global queue, one flush for two
     /// batches (a flush moves crossbeam's whole bag, about a microsecond).
+    #[cold]
+    #[inline(never)]
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch, seals: u32) {
         self.reclaimer.defer(home, batch);
         // The flush is what takes this thread's markers to the global queue,

@@ -5,7 +5,7 @@ use crossbeam_utils::CachePadded;
 use crate::lists::{FreeList, RemovalBatch};
 use crate::magazine::Magazine;
 use crate::storage::Storage;
-use crate::sync::{thread_id, AtomicIsize, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{known_thread_id, thread_id, AtomicIsize, AtomicU32, AtomicU64, Ordering};
 
 /// One stripe (see the module docs).
 pub(crate) struct Stripe {
@@ -147,9 +147,10 @@ impl StripeIndex {
 /// The pool's stripes.
 pub(crate) struct Stripes {
     stripes: Box<[CachePadded<Stripe>]>,
-    /// Whether the stripes' magazines are in use: only where the
-    /// asymmetric fence is (see `magazine`).
-    magazines: bool,
+    /// Threads numbered below this own their stripe's magazine: the stripe
+    /// count where magazines are in use (only where the asymmetric fence
+    /// is, see `magazine`), else `0`.
+    owners: usize,
 }
 
 impl Stripes {
@@ -164,7 +165,7 @@ impl Stripes {
             stripes: (0..count)
                 .map(|_| CachePadded::new(Stripe::new()))
                 .collect(),
-            magazines,
+            owners: if magazines { count } else { 0 },
         }
     }
 
@@ -214,17 +215,37 @@ impl Stripes {
 
     /// The calling thread's home stripe and, if it owns one here, its
     /// magazine (the thread numbered as the stripe, see `magazine`).
+    ///
+    /// A magazine's owner, the thread churn runs on, pays one load of its
+    /// number and one comparison; every other thread takes the call out of
+    /// line (callgrind, one-thread churn: BENCHES.md, "A leaner fast path").
     #[inline]
     pub(crate) fn home_and_magazine(&self) -> (StripeIndex, Option<&Magazine>) {
+        // A thread that has not taken its number yet reads `usize::MAX`,
+        // past every stripe.
+        let id = known_thread_id();
+        if id < self.owners {
+            // SAFETY: `owners` is `0` or the stripe count, so `id` is a
+            // stripe's index.
+            let stripe = unsafe { self.stripes.get_unchecked(id) };
+            return (StripeIndex(id), Some(&*stripe.magazine));
+        }
+        self.home_and_magazine_slow()
+    }
+
+    /// [`home_and_magazine`](Self::home_and_magazine) for a thread that owns
+    /// no magazine here, or has not taken its number yet (it takes it here).
+    #[inline(never)]
+    fn home_and_magazine_slow(&self) -> (StripeIndex, Option<&Magazine>) {
         let id = thread_id();
         let home = self.home_of(id);
-        let owned = self.magazines && id.is_some_and(|id| id < self.stripes.len());
+        let owned = id.is_some_and(|id| id < self.owners);
         (home, owned.then(|| &*self.stripes[home.0].magazine))
     }
 
     /// Whether the stripes' magazines are in use.
     pub(crate) fn have_magazines(&self) -> bool {
-        self.magazines
+        self.owners != 0
     }
 
     /// Every stripe but `home`, starting after it.
