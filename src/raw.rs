@@ -972,8 +972,8 @@ impl<T> RawPool<T> {
     ///
     /// Only a magazine owner's removal that does not fill its batch stays
     /// inline; everything else is a call, so the common path saves and
-    /// restores few registers and inlines into the caller's loop as
-    /// `insert` does (BENCHES.md, "A leaner fast path").
+    /// restores few registers, and a caller's loop can inline it as it can
+    /// `insert` (BENCHES.md, "A leaner fast path").
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
         match self.storage.get(handle.index()) {

@@ -221,8 +221,8 @@ impl Stripes {
     /// line (callgrind, one-thread churn: BENCHES.md, "A leaner fast path").
     #[inline]
     pub(crate) fn home_and_magazine(&self) -> (StripeIndex, Option<&Magazine>) {
-        // A thread that has not taken its number yet reads `usize::MAX`,
-        // past every stripe.
+        // A thread without a number (not taken yet, or given back while its
+        // thread-locals are destroyed) reads `usize::MAX`, past every stripe.
         let id = known_thread_id();
         if id < self.owners {
             // SAFETY: `owners` is `0` or the stripe count, so `id` is a
