@@ -9,6 +9,7 @@ mod config;
 mod error;
 mod guard;
 mod handle;
+mod hint;
 mod iter;
 mod lists;
 mod magazine;

@@ -223,9 +223,23 @@ impl FreeList {
         &self,
         storage: &'a Storage<T>,
     ) -> Option<(u32, &'a Slot<T>, SlotWord, u32)> {
+        self.pop_owned_unless(storage, |_| false)
+    }
+
+    /// [`pop_owned`](Self::pop_owned), unless the pop count it would leave
+    /// meets `skip`: then `None`, and the list is left as it was.
+    #[inline(always)]
+    pub(crate) fn pop_owned_unless<'a, T>(
+        &self,
+        storage: &'a Storage<T>,
+        skip: impl FnOnce(u32) -> bool,
+    ) -> Option<(u32, &'a Slot<T>, SlotWord, u32)> {
         // This thread put the slots here, or received them with the
         // magazine; nobody else moves them while they are on an owned list.
         let (index, slot, word, next) = pop_step(storage, self.word.load(Ordering::Relaxed))?;
+        if skip(high(next)) {
+            return None;
+        }
         self.word.store(next, Ordering::Relaxed);
         Some((index, slot, word, high(next)))
     }
@@ -421,18 +435,16 @@ impl RemovalBatch {
     }
 
     /// Adds `index` (already `REMOVED` and linked to [`head_owned`](Self::head_owned))
-    /// to an owned batch; returns the batch when this fills it to `size`.
+    /// to an owned batch; returns whether the batch now holds `size` slots.
+    /// A full batch stays in place until [`take_owned`](Self::take_owned).
     #[inline(always)]
-    pub(crate) fn push_owned(&self, index: u32, size: u32) -> Option<SealedBatch> {
+    pub(crate) fn push_owned(&self, index: u32, size: u32) -> bool {
         let total = high(self.word.load(Ordering::Relaxed)) + 1;
         if total == 1 {
             self.last.store(index, Ordering::Relaxed);
         }
-        if total < size {
-            self.word.store(pack(total, index), Ordering::Relaxed);
-            return None;
-        }
-        self.take_owned_counting(pack(total, index))
+        self.word.store(pack(total, index), Ordering::Relaxed);
+        total >= size
     }
 
     /// Takes whatever an owned batch holds.
@@ -445,7 +457,6 @@ impl RemovalBatch {
     }
 
     /// Empties an owned batch whose word is `word` and returns it.
-    #[inline(always)]
     fn take_owned_counting(&self, word: u64) -> Option<SealedBatch> {
         let batch = SealedBatch {
             head: low(word),

@@ -143,7 +143,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     pub fn insert(&self, value: T) -> H {
         match self.try_insert(value) {
             Ok(handle) => handle,
-            Err(_) => panic!("HandlePool::insert: the pool is full (all 2^32 - 1 slot indices are in use or retired)"),
+            Err(_) => pool_is_full(),
         }
     }
 
@@ -764,6 +764,14 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 }
 
 /// A batch insert's handles, typed.
+/// [`HandlePool::insert`]'s panic, out of line and cold, so the insert that
+/// succeeds does not test for it on its way out.
+#[cold]
+#[inline(never)]
+fn pool_is_full() -> ! {
+    panic!("HandlePool::insert: the pool is full (all 2^32 - 1 slot indices are in use or retired)")
+}
+
 impl<H: PoolHandle> HandleSink for Vec<H> {
     fn reserve(&mut self, additional: usize) {
         Vec::reserve(self, additional);

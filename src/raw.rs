@@ -14,8 +14,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::config::Config;
 use crate::handle::Handle;
+use crate::hint::cold_path;
 use crate::lists::{Chain, RemovalBatch};
-use crate::magazine::Magazine;
+use crate::magazine::{Magazine, Section};
 use crate::reclaim::Reclaimer;
 use crate::slot::{Panic, Slot, SlotWord, State, NIL};
 use crate::storage::{Slots, Storage};
@@ -111,6 +112,19 @@ struct Acquired<'a, T> {
     slot: &'a Slot<T>,
     /// The generation the new occupant gets.
     generation: u32,
+}
+
+impl<'a, T> Acquired<'a, T> {
+    /// The slot at `index`, just popped off a free list with the vacant
+    /// `word`: its next occupant gets the generation after `word`'s.
+    #[inline(always)]
+    fn reusing(index: u32, slot: &'a Slot<T>, word: SlotWord) -> Self {
+        Acquired {
+            index,
+            slot,
+            generation: word.generation() + 1,
+        }
+    }
 }
 
 /// Writes the value into a slot the caller acquired and makes it visible.
@@ -223,7 +237,15 @@ impl<T> RawPool<T> {
             // Acquire pairs with the Release store in `publish`, so the value
             // is visible once the word matches.
             let word = slot.word.load(Ordering::Acquire);
-            (word == SlotWord::occupied(handle).to_bits()).then(|| found(slot))
+            if word == SlotWord::occupied(handle).to_bits() {
+                Some(found(slot))
+            } else {
+                // A stale or forged handle: laid out off the hit path, which
+                // then runs with no taken branch (BENCHES.md, "Misses off the
+                // hit path").
+                cold_path();
+                None
+            }
         })
     }
 
@@ -298,13 +320,42 @@ impl<T> RawPool<T> {
     // ---- Inserting -----------------------------------------------------
 
     /// Inserts `value`, or gives it back when the pool is full.
+    ///
+    /// The common case, [`pop_own`](Self::pop_own), takes no call; every
+    /// other case is one call that takes the value along. So the inline part
+    /// keeps nothing live across a call and saves no registers, inlined into
+    /// a caller's loop or not (BENCHES.md, "Calls only at the edges").
     #[inline]
     pub(crate) fn insert(&self, value: T) -> Result<Handle, T> {
+        match self.pop_own() {
+            Some(acquired) => Ok(publish(acquired, value)),
+            None => self.insert_slow(value),
+        }
+    }
+
+    /// [`insert`](Self::insert) when [`pop_own`](Self::pop_own) found nothing.
+    #[inline(never)]
+    fn insert_slow(&self, value: T) -> Result<Handle, T> {
         let (home, magazine) = self.stripes.home_and_magazine();
         match self.acquire(home, magazine) {
             Some(acquired) => Ok(publish(acquired, value)),
             None => Err(value),
         }
+    }
+
+    /// A slot off the calling thread's own magazine, when that needs no
+    /// call: `None`, having changed nothing, if the thread owns no magazine
+    /// here, a revoker holds it, it is empty, or this pop is one a sweep is
+    /// due on. [`acquire`](Self::acquire) handles all of those.
+    #[inline(always)]
+    fn pop_own(&self) -> Option<Acquired<'_, T>> {
+        let (_, magazine) = self.stripes.own_magazine()?;
+        let section = magazine.enter()?;
+        // Not the pop `popped` would sweep on.
+        let (index, slot, word, _) = section
+            .free()
+            .pop_owned_unless(&self.storage, |pops| pops % SWEEP_EVERY_POPS == 0)?;
+        Some(Acquired::reusing(index, slot, word))
     }
 
     /// Inserts the value `f` makes from its handle; `None`, without calling
@@ -427,11 +478,7 @@ impl<T> RawPool<T> {
         if pops % SWEEP_EVERY_POPS == 0 {
             self.sweep_on_pops(stripe, pops / SWEEP_EVERY_POPS);
         }
-        Acquired {
-            index,
-            slot,
-            generation: word.generation() + 1,
-        }
+        Acquired::reusing(index, slot, word)
     }
 
     /// Reusable slots first, in order of cost; fresh slots only when
@@ -970,16 +1017,14 @@ impl<T> RawPool<T> {
     /// Removes the value `handle` refers to; `false` if it was not there.
     /// The value is dropped, and the slot reused, after the grace period.
     ///
-    /// Only a magazine owner's removal that does not fill its batch stays
-    /// inline; everything else is a call, so the common path saves and
-    /// restores few registers, and a caller's loop can inline it as it can
-    /// `insert` (BENCHES.md, "A leaner fast path").
+    /// As in [`insert`](Self::insert), the inline part keeps nothing live
+    /// across a call: it is a magazine owner's removal, and every other
+    /// case is a call it returns from at once.
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
-        match self.storage.get(handle.index()) {
-            Some(slot) => self.remove_at(slot, handle),
-            None => false,
-        }
+        self.storage
+            .find(handle.index(), |slot| Some(self.remove_at(slot, handle)))
+            .unwrap_or(false)
     }
 
     /// [`remove`](Self::remove) of the value in `slot`, the slot of
@@ -988,27 +1033,64 @@ impl<T> RawPool<T> {
     fn remove_at(&self, slot: &Slot<T>, handle: Handle) -> bool {
         // A plain load first: a stale handle costs no write to the line.
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
+            cold_path();
             return false;
         }
         if self.retires_on_removal(handle) {
             return self.remove_and_retire(slot, handle);
         }
-        let (home, magazine) = self.stripes.home_and_magazine();
-        let Some(section) = magazine.and_then(Magazine::enter) else {
-            return self.remove_shared(home, slot, handle);
+        let Some((home, magazine)) = self.stripes.own_magazine() else {
+            return self.remove_unowned(slot, handle);
         };
+        match magazine.enter() {
+            Some(section) => self.remove_into(section, home, slot, handle),
+            None => self.remove_shared(home, slot, handle),
+        }
+    }
+
+    /// [`remove_at`](Self::remove_at) for a thread that owns no magazine
+    /// here, or has no number yet (it takes one here, and may then own one).
+    #[inline(never)]
+    fn remove_unowned(&self, slot: &Slot<T>, handle: Handle) -> bool {
+        let (home, magazine) = self.stripes.home_and_magazine();
+        match magazine.and_then(Magazine::enter) {
+            Some(section) => self.remove_into(section, home, slot, handle),
+            None => self.remove_shared(home, slot, handle),
+        }
+    }
+
+    /// [`remove_at`](Self::remove_at) through the magazine `section` holds,
+    /// `home`'s.
+    #[inline(always)]
+    fn remove_into(
+        &self,
+        section: Section<'_>,
+        home: StripeIndex,
+        slot: &Slot<T>,
+        handle: Handle,
+    ) -> bool {
         let removals = section.removals();
         if !slot.try_remove(handle, removals.head_owned()) {
             return false;
         }
-        if let Some(full) = removals.push_owned(handle.index(), self.config.batch) {
-            // Counted before the section ends (a revoker may take the batch
-            // then), and only for a full batch: a division is not free.
-            let seals = removals.removals() / self.config.batch;
-            drop(section);
-            self.sealed(home, full, seals);
+        if removals.push_owned(handle.index(), self.config.batch) {
+            self.seal_owned(section, home);
         }
         true
+    }
+
+    /// Seals the full removal batch of the magazine `section` holds.
+    #[cold]
+    #[inline(never)]
+    fn seal_owned(&self, section: Section<'_>, home: StripeIndex) {
+        let removals = section.removals();
+        let full = removals
+            .take_owned()
+            .expect("handle-pool bug: a full removal batch is empty");
+        // Counted before the section ends: a revoker may take the batch then.
+        let seals = removals.removals() / self.config.batch;
+        drop(section);
+        self.sealed(home, full, seals);
     }
 
     /// [`remove`](Self::remove) through `home`'s shared removal batch, for a

@@ -3,6 +3,7 @@
 use core::marker::PhantomData;
 use core::ptr;
 
+use crate::hint::cold_path;
 use crate::region::Region;
 use crate::slot::Slot;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -26,6 +27,14 @@ const BUCKETS: usize = 256;
 #[inline(always)]
 fn unallocated<T>() -> *mut Slot<T> {
     ptr::null_mut::<Slot<T>>().wrapping_byte_add(1)
+}
+
+/// [`Storage::slot`]'s panic, out of line: the paths that reach a slot
+/// through a list keep no formatting code, and no stack frame for it.
+#[cold]
+#[inline(never)]
+fn never_allocated(index: u32) -> ! {
+    panic!("handle-pool bug: slot {index} was handed out but never allocated")
 }
 
 pub(crate) struct Storage<T> {
@@ -190,6 +199,7 @@ impl<T> Storage<T> {
             // until `self` is dropped.
             return found(unsafe { &*flat.add(index as usize) });
         }
+        cold_path();
         self.find_in_buckets(index, found)
     }
 
@@ -223,7 +233,7 @@ impl<T> Storage<T> {
     pub(crate) fn slot(&self, index: u32) -> &Slot<T> {
         match self.get(index) {
             Some(slot) => slot,
-            None => panic!("handle-pool bug: slot {index} was handed out but never allocated"),
+            None => never_allocated(index),
         }
     }
 

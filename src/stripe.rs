@@ -221,6 +221,17 @@ impl Stripes {
     /// line (callgrind, one-thread churn: BENCHES.md, "A leaner fast path").
     #[inline]
     pub(crate) fn home_and_magazine(&self) -> (StripeIndex, Option<&Magazine>) {
+        match self.own_magazine() {
+            Some((home, magazine)) => (home, Some(magazine)),
+            None => self.home_and_magazine_slow(),
+        }
+    }
+
+    /// The calling thread's stripe and magazine if it owns one here (it
+    /// has a number, below `owners`); `None` otherwise. One load of the
+    /// thread's number and one comparison.
+    #[inline(always)]
+    pub(crate) fn own_magazine(&self) -> Option<(StripeIndex, &Magazine)> {
         // A thread without a number (not taken yet, or given back while its
         // thread-locals are destroyed) reads `usize::MAX`, past every stripe.
         let id = known_thread_id();
@@ -228,9 +239,9 @@ impl Stripes {
             // SAFETY: `owners` is `0` or the stripe count, so `id` is a
             // stripe's index.
             let stripe = unsafe { self.stripes.get_unchecked(id) };
-            return (StripeIndex(id), Some(&*stripe.magazine));
+            return Some((StripeIndex(id), &*stripe.magazine));
         }
-        self.home_and_magazine_slow()
+        None
     }
 
     /// [`home_and_magazine`](Self::home_and_magazine) for a thread that owns
