@@ -66,6 +66,44 @@ fn flush_revokes_an_owners_partial_batch() {
     });
 }
 
+/// As above, with batches of two: A's second removal fills its batch, which
+/// A takes and seals inside that section (`RawPool::seal_owned`), while the
+/// main thread's flush revokes A's magazine. Whichever way they interleave,
+/// each value is dropped exactly once, and once A is done a flush leaves no
+/// removed value undropped.
+#[test]
+fn flush_revokes_an_owner_filling_its_batch() {
+    explore("flush_revokes_an_owner_filling_its_batch", || {
+        let log = DropLog::new(3);
+        let config = Config {
+            batch: 2,
+            ..with_magazines(None)
+        };
+        let pool = Arc::new(Pool::with_config(config));
+        let mut r = Recorder::new(Arc::clone(&log));
+        for id in 0..3 {
+            r.insert(&pool, id);
+        }
+        let owner = {
+            let pool = Arc::clone(&pool);
+            spawn_parked(move || {
+                assert!(r.remove(&pool, 0));
+                assert!(r.remove(&pool, 1));
+            })
+        };
+        pool.flush();
+        owner.finished();
+        pool.flush();
+        assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
+        assert_eq!(log.drops(1), 1, "removed value 1 dropped once");
+        assert_eq!(log.drops(2), 0, "the live value is not dropped");
+        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+        collect_garbage();
+        log.assert_each_dropped_once();
+        owner.release();
+    });
+}
+
 /// Full means full with magazines: two slots, both live. Thread A removes
 /// one value (its slot goes to A's magazine batch) while the main thread
 /// tries an insert, which revokes A's magazine (perhaps racing A's section)

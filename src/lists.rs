@@ -436,7 +436,8 @@ impl RemovalBatch {
 
     /// Adds `index` (already `REMOVED` and linked to [`head_owned`](Self::head_owned))
     /// to an owned batch; returns whether the batch now holds `size` slots.
-    /// A full batch stays in place until [`take_owned`](Self::take_owned).
+    /// The owner must then take the full batch with
+    /// [`take_owned`](Self::take_owned) before its section ends, and seal it.
     #[inline(always)]
     pub(crate) fn push_owned(&self, index: u32, size: u32) -> bool {
         let total = high(self.word.load(Ordering::Relaxed)) + 1;
@@ -447,17 +448,12 @@ impl RemovalBatch {
         total >= size
     }
 
-    /// Takes whatever an owned batch holds.
+    /// Takes whatever an owned batch holds, counting it as sealed.
     pub(crate) fn take_owned(&self) -> Option<SealedBatch> {
         let word = self.word.load(Ordering::Relaxed);
         if low(word) == NIL {
             return None;
         }
-        self.take_owned_counting(word)
-    }
-
-    /// Empties an owned batch whose word is `word` and returns it.
-    fn take_owned_counting(&self, word: u64) -> Option<SealedBatch> {
         let batch = SealedBatch {
             head: low(word),
             count: high(word),

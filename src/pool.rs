@@ -763,15 +763,16 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     }
 }
 
-/// A batch insert's handles, typed.
-/// [`HandlePool::insert`]'s panic, out of line and cold, so the insert that
-/// succeeds does not test for it on its way out.
+/// [`HandlePool::insert`]'s panic, out of line and cold: the inlined insert
+/// carries no panic or formatting code, and its success path is laid out
+/// straight through.
 #[cold]
 #[inline(never)]
 fn pool_is_full() -> ! {
     panic!("HandlePool::insert: the pool is full (all 2^32 - 1 slot indices are in use or retired)")
 }
 
+/// A batch insert's handles, typed.
 impl<H: PoolHandle> HandleSink for Vec<H> {
     fn reserve(&mut self, additional: usize) {
         Vec::reserve(self, additional);

@@ -3,7 +3,6 @@
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::hint::cold_path;
 use crate::region::Region;
 use crate::slot::Slot;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -199,7 +198,6 @@ impl<T> Storage<T> {
             // until `self` is dropped.
             return found(unsafe { &*flat.add(index as usize) });
         }
-        cold_path();
         self.find_in_buckets(index, found)
     }
 

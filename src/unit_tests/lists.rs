@@ -113,3 +113,34 @@ fn take_all_empties_the_batch_and_keeps_the_count() {
     assert!(push_one(&batch, 6, 64).is_none());
     assert_eq!(batch.removals(), 3, "pending plus taken");
 }
+
+#[test]
+fn pop_owned_unless_declines_without_changing_the_list() {
+    let storage = Storage::<u32>::new(0, 0, u32::MAX);
+    let list = FreeList::new();
+    list.fill_owned(free_chain(&storage, &[6, 2]).first);
+    // The count the pop would leave is 1: declined, nothing moves.
+    assert!(list.pop_owned_unless(&storage, |pops| pops == 1).is_none());
+    assert_eq!(list.pops(), 0, "a declined pop leaves the count");
+    let (index, _, _, pops) = list.pop_owned_unless(&storage, |pops| pops == 2).unwrap();
+    assert_eq!((index, pops), (6, 1), "the same slot is still first");
+    assert!(list.pop_owned_unless(&storage, |pops| pops == 2).is_none());
+    assert_eq!(list.pop_owned(&storage).map(|(index, ..)| index), Some(2));
+    assert_eq!(list.pops(), 2);
+    assert!(list.pop_owned(&storage).is_none(), "empty");
+}
+
+#[test]
+fn an_owned_batch_says_full_and_keeps_it_until_taken() {
+    let batch = RemovalBatch::new();
+    assert!(!batch.push_owned(3, 3));
+    assert!(!batch.push_owned(8, 3));
+    assert!(batch.push_owned(5, 3), "the third push fills the batch");
+    assert_eq!(batch.head_owned(), 5, "the full batch stays in place");
+    assert_eq!(batch.removals(), 3);
+    let sealed = batch.take_owned().expect("a full batch");
+    assert_eq!((sealed.head, sealed.count, sealed.last), (5, 3, 3));
+    assert_eq!(batch.head(), (NIL, pack(0, NIL)), "the word resets");
+    assert_eq!(batch.removals(), 3, "taken removals still count");
+    assert!(batch.take_owned().is_none());
+}
