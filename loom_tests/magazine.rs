@@ -25,6 +25,18 @@ fn with_magazines(max_slots: Option<u32>) -> Config {
     }
 }
 
+/// Once the owner is done, a flush drops its two removed values (0 and 1)
+/// and not the live one (2); the pool's drop drops each value exactly once.
+fn flush_after_the_owner(pool: Arc<Pool>, log: &DropLog) {
+    pool.flush();
+    assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
+    assert_eq!(log.drops(1), 1, "removed value 1 dropped once");
+    assert_eq!(log.drops(2), 0, "the live value is not dropped");
+    drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+    collect_garbage();
+    log.assert_each_dropped_once();
+}
+
 /// Thread A removes two values into its magazine's partial batch while the
 /// main thread flushes, which revokes A's magazine, racing A's second
 /// section. A flush that saw A's first removal done must drop that value;
@@ -55,13 +67,7 @@ fn flush_revokes_an_owners_partial_batch() {
             assert_eq!(log.drops(0), 1, "a flush after a removal drops its value");
         }
         owner.finished();
-        pool.flush();
-        assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
-        assert_eq!(log.drops(1), 1, "removed value 1 dropped once");
-        assert_eq!(log.drops(2), 0, "the live value is not dropped");
-        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
-        collect_garbage();
-        log.assert_each_dropped_once();
+        flush_after_the_owner(pool, &log);
         owner.release();
     });
 }
@@ -93,13 +99,7 @@ fn flush_revokes_an_owner_filling_its_batch() {
         };
         pool.flush();
         owner.finished();
-        pool.flush();
-        assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
-        assert_eq!(log.drops(1), 1, "removed value 1 dropped once");
-        assert_eq!(log.drops(2), 0, "the live value is not dropped");
-        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
-        collect_garbage();
-        log.assert_each_dropped_once();
+        flush_after_the_owner(pool, &log);
         owner.release();
     });
 }
