@@ -1039,12 +1039,9 @@ impl<T> RawPool<T> {
         if self.retires_on_removal(handle) {
             return self.remove_and_retire(slot, handle);
         }
-        let Some((home, magazine)) = self.stripes.own_magazine() else {
-            return self.remove_unowned(slot, handle);
-        };
-        match magazine.enter() {
-            Some(section) => self.remove_into(section, home, slot, handle),
-            None => self.remove_shared(home, slot, handle),
+        match self.stripes.own_magazine() {
+            Some((home, magazine)) => self.remove_through(home, magazine.enter(), slot, handle),
+            None => self.remove_unowned(slot, handle),
         }
     }
 
@@ -1053,7 +1050,21 @@ impl<T> RawPool<T> {
     #[inline(never)]
     fn remove_unowned(&self, slot: &Slot<T>, handle: Handle) -> bool {
         let (home, magazine) = self.stripes.home_and_magazine();
-        match magazine.and_then(Magazine::enter) {
+        self.remove_through(home, magazine.and_then(Magazine::enter), slot, handle)
+    }
+
+    /// [`remove_at`](Self::remove_at) through the section of `home`'s
+    /// magazine if the thread entered one, else through `home`'s shared
+    /// removal batch.
+    #[inline(always)]
+    fn remove_through(
+        &self,
+        home: StripeIndex,
+        section: Option<Section<'_>>,
+        slot: &Slot<T>,
+        handle: Handle,
+    ) -> bool {
+        match section {
             Some(section) => self.remove_into(section, home, slot, handle),
             None => self.remove_shared(home, slot, handle),
         }
