@@ -25,6 +25,19 @@ fn with_magazines(max_slots: Option<u32>) -> Config {
     }
 }
 
+/// The two flush models' start: a pool made with `config` holding values
+/// 0, 1 and 2, and the recorder that inserted them (for the owner to remove
+/// 0 and 1 with).
+fn three_values(config: Config) -> (Arc<DropLog>, Arc<Pool>, Recorder) {
+    let log = DropLog::new(3);
+    let pool = Arc::new(Pool::with_config(config));
+    let mut r = Recorder::new(Arc::clone(&log));
+    for id in 0..3 {
+        r.insert(&pool, id);
+    }
+    (log, pool, r)
+}
+
 /// Once the owner is done, a flush drops its two removed values (0 and 1)
 /// and not the live one (2); the pool's drop drops each value exactly once.
 fn flush_after_the_owner(pool: Arc<Pool>, log: &DropLog) {
@@ -45,12 +58,7 @@ fn flush_after_the_owner(pool: Arc<Pool>, log: &DropLog) {
 #[test]
 fn flush_revokes_an_owners_partial_batch() {
     explore("flush_revokes_an_owners_partial_batch", || {
-        let log = DropLog::new(3);
-        let pool = Arc::new(Pool::with_config(with_magazines(None)));
-        let mut r = Recorder::new(Arc::clone(&log));
-        for id in 0..3 {
-            r.insert(&pool, id);
-        }
+        let (log, pool, mut r) = three_values(with_magazines(None));
         let removed_first = Arc::new(AtomicBool::new(false));
         let owner = {
             let (pool, removed_first) = (Arc::clone(&pool), Arc::clone(&removed_first));
@@ -80,16 +88,10 @@ fn flush_revokes_an_owners_partial_batch() {
 #[test]
 fn flush_revokes_an_owner_filling_its_batch() {
     explore("flush_revokes_an_owner_filling_its_batch", || {
-        let log = DropLog::new(3);
-        let config = Config {
+        let (log, pool, mut r) = three_values(Config {
             batch: 2,
             ..with_magazines(None)
-        };
-        let pool = Arc::new(Pool::with_config(config));
-        let mut r = Recorder::new(Arc::clone(&log));
-        for id in 0..3 {
-            r.insert(&pool, id);
-        }
+        });
         let owner = {
             let pool = Arc::clone(&pool);
             spawn_parked(move || {
