@@ -1,17 +1,20 @@
 //! The guard that protects references into a pool.
 //!
-//! Every pool defers reclamation on crossbeam-epoch's default collector. A
-//! [`Guard`] can only be made by [`pin()`], which pins that collector, so a
-//! guard passed to [`HandlePool::get`](crate::HandlePool::get) or
+//! A [`Guard`] can only be made by [`pin()`], which announces the calling
+//! thread to every pool's reclamation (see `announce`), so a guard passed
+//! to [`HandlePool::get`](crate::HandlePool::get) or
 //! [`iter`](crate::HandlePool::iter) always holds reclamation off: the type
 //! proves it, and lookups check nothing at run time. (A crossbeam `Guard`
 //! could be unprotected or pin another collector; checking that on every
-//! lookup cost three instructions of about twenty.)
+//! lookup cost three instructions of about twenty.) It also pins
+//! crossbeam-epoch's default collector, for the crossbeam structures a
+//! caller protects with the same guard.
 
 use core::fmt;
 use core::ops::Deref;
 
-/// A pinned participant of the epoch collector every pool reclaims through.
+/// Protection for references into every pool, and a pinned participant of
+/// crossbeam-epoch's default collector.
 ///
 /// While a `Guard` lives, no value removed after it was pinned is dropped,
 /// so the references a pool hands out for the guard's lifetime stay valid.
@@ -47,7 +50,15 @@ pub struct Guard {
     inner: crossbeam_epoch::Guard,
 }
 
-/// Pins the current thread on the collector every pool reclaims through.
+impl Drop for Guard {
+    #[inline]
+    fn drop(&mut self) {
+        crate::announce::leave();
+    }
+}
+
+/// Protects the current thread's references into every pool, and pins it
+/// on crossbeam-epoch's default collector.
 ///
 /// ```
 /// use handle_pool::{pin, HandlePool};
@@ -59,6 +70,7 @@ pub struct Guard {
 /// ```
 #[inline]
 pub fn pin() -> Guard {
+    crate::announce::enter();
     Guard {
         inner: crossbeam_epoch::pin(),
     }
@@ -68,14 +80,30 @@ impl Guard {
     /// Unpins and pins again, so that values removed since the guard was
     /// pinned can be dropped. Takes `&mut self`: no reference obtained
     /// through the guard outlives the call.
+    ///
+    /// Nested in another guard of the same thread, it changes nothing: the
+    /// outer guard still protects what it protected.
     #[inline]
     pub fn repin(&mut self) {
         self.inner.repin();
+        crate::announce::renew();
     }
 
-    /// Unpins for the duration of `f`, then pins again.
+    /// Unpins for the duration of `f`, then pins again (also if `f`
+    /// panics). Nested in another guard of the same thread, the outer one
+    /// keeps protecting during `f`.
     #[inline]
     pub fn repin_after<F: FnOnce() -> R, R>(&mut self, f: F) -> R {
+        /// Enters again when `f` returns or unwinds: the guard's drop
+        /// leaves.
+        struct EnterAgain;
+        impl Drop for EnterAgain {
+            fn drop(&mut self) {
+                crate::announce::enter();
+            }
+        }
+        crate::announce::leave();
+        let _again = EnterAgain;
         self.inner.repin_after(f)
     }
 }

@@ -4,6 +4,7 @@
 
 // The map of the crate, in data-flow order, opens `docs/design.md`
 // (rendered as the `design` module).
+mod announce;
 mod collect;
 mod config;
 mod error;

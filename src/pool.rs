@@ -416,11 +416,6 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.seal_own_partial_batches()
     }
 
-    /// For the loom models: see `RawPool::adopt_as_a_round_does`.
-    #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn adopt_as_a_round_does(&self) -> bool {
-        self.raw.adopt_as_a_round_does()
-    }
 
     /// For the loom models: see `RawPool::quiet_stripes`.
     #[cfg(all(test, handle_pool_loom))]

@@ -203,13 +203,6 @@ impl<T> RawPool<T> {
         self.seal_own(self.stripes.home())
     }
 
-    /// For the loom models, which cannot reach the back-pressure rounds:
-    /// adopts as a round does (see `adopt_all_or_push`).
-    #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn adopt_as_a_round_does(&self) -> bool {
-        self.adopt_all_or_push(self.stripes.home())
-    }
-
     /// The sum of the stripes' length shares: exact when no operation is in
     /// flight. The shares are read one after another, so under concurrency
     /// a remove may be seen without its insert; such a transient underflow
@@ -508,19 +501,6 @@ impl<T> RawPool<T> {
                 return Some(found);
             }
         }
-        if self.reclaimer.in_flight() >= 2 {
-            // Batches are waiting for the epoch: push it once. Below two,
-            // growing a little is cheaper than a flush (about a microsecond);
-            // from two on, one epoch step releases a batch. Pushing it on
-            // every slow path, not only for this stripe's own batches, keeps
-            // reuse prompt when threads outnumber cores.
-            self.reclaimer.advance_epoch();
-            if self.reclaim_into(home, home) {
-                if let Some(found) = self.pop_from(home) {
-                    return Some(found);
-                }
-            }
-        }
         // A thread that removed nothing it is still waiting for takes a
         // quiet stripe's slots: they are nobody's next inserts. A thread
         // whose own removed slots are on their way keeps to them: taking
@@ -572,12 +552,11 @@ impl<T> RawPool<T> {
         take: Take,
         pause: impl FnOnce(),
     ) -> Option<Acquired<'_, T>> {
-        // Our own batches first, without giving the CPU away: two pushes
-        // of the epoch release them unless a pinned thread holds it back.
-        // A partial batch is sealed, to wait for. Only a thread with
-        // nothing of its own on the way takes another stripe's slots.
-        if self.reclaimer.in_flight_of(home) > 0 || self.seal_own(home) {
-            self.reclaimer.advance_epoch_twice();
+        // Our own batches first, without giving the CPU away: they are
+        // reusable unless a reader holds them back. A partial batch is
+        // sealed, to wait for. Only a thread with nothing of its own on the
+        // way takes another stripe's slots.
+        if self.reclaimer.has_sealed(home) || self.seal_own(home) {
             if self.reclaim_into(home, home) {
                 if let Some(found) = self.pop_from(home) {
                     return Some(found);
@@ -593,25 +572,12 @@ impl<T> RawPool<T> {
         self.stripes.note_inserts();
         pause();
         self.stripes.note_inserts();
-        self.adopt_all_or_push(home);
         if self.reclaim_into(home, home) {
             if let Some(found) = self.pop_from(home) {
                 return Some(found);
             }
         }
         None
-    }
-
-    /// A back-pressure round's adoption of every stripe's batches (their
-    /// markers may wait in the bags of threads that seal rarely or were
-    /// preempted), pushing the epoch if it deferred no marker; returns
-    /// whether it deferred one.
-    fn adopt_all_or_push(&self, home: StripeIndex) -> bool {
-        let deferred = self.reclaimer.adopt(self.stripes.all_from(home));
-        if !deferred {
-            self.reclaimer.advance_epoch();
-        }
-        deferred
     }
 
     /// The last stand of back-pressure, when growing would take the pool
@@ -643,13 +609,7 @@ impl<T> RawPool<T> {
         let mut patience = Patience::new(BOUND_PATIENCE);
         let mut napped = true;
         while napped {
-            let pause = || {
-                // Pushes enough to work through a backlog of deferred
-                // functions (ours and anyone's: crossbeam's queue is
-                // shared) that long pins left, before sleeping.
-                self.reclaimer.drain_backlog();
-                napped = patience.nap();
-            };
+            let pause = || napped = patience.nap();
             if let Some(found) = self.round_behind(home, Take::Any, pause) {
                 return Some(found);
             }
@@ -678,7 +638,7 @@ impl<T> RawPool<T> {
     /// or the shared one (a hint, from Relaxed loads).
     fn own_on_the_way(&self, home: StripeIndex) -> bool {
         let (_, magazine) = self.stripes.home_and_magazine();
-        self.reclaimer.in_flight_of(home) > 0
+        self.reclaimer.has_sealed(home)
             || !RemovalBatch::is_empty_word(self.stripes[home].removals.word())
             || magazine.is_some_and(Magazine::has_removals)
     }
@@ -693,7 +653,7 @@ impl<T> RawPool<T> {
             let batch = section.removals().take_owned();
             drop(section);
             if let Some(batch) = batch {
-                self.reclaimer.defer(home, batch);
+                self.reclaimer.seal(home, batch);
                 sealed = true;
             }
         }
@@ -706,7 +666,7 @@ impl<T> RawPool<T> {
         let Some(batch) = self.stripes[stripe].removals.take_all() else {
             return false;
         };
-        self.reclaimer.defer(stripe, batch);
+        self.reclaimer.seal(stripe, batch);
         true
     }
 
@@ -717,7 +677,7 @@ impl<T> RawPool<T> {
         let mut own_on_the_way = None;
         for other in self.stripes.others(home) {
             let has_free = !self.stripes[other].free.looks_empty();
-            if !has_free && !self.reclaimer.has_ready(other) {
+            if !has_free && !self.reclaimer.has_sealed(other) {
                 continue;
             }
             if take == Take::QuietOnly
@@ -807,56 +767,42 @@ impl<T> RawPool<T> {
 
     /// Keeps reclamation going whatever the pool's traffic: visits one
     /// stripe (every stripe in turn, round-robin from `from`). If nobody
-    /// removed from it since the last visit, seals its partial removal batch
-    /// and adopts its sealed batches (defers a grace marker for those no
-    /// adopter's marker covers yet, here, and flushes: its owner may have
-    /// gone idle with its own markers in its local bag). Then, if the
-    /// stripe is `from` itself or quiet, reclaims
-    /// its batches past their grace period onto its own free list (slots
-    /// stay with their stripe: see `find_reusable`); a busy stripe's batches
-    /// are left to its own threads, since walking them would pull their
-    /// slots' lines away from the threads about to reuse them. Else pushes
-    /// the epoch if batches are waiting for it. Returns whether it pushed
-    /// the epoch (which flushed this thread's bag). Run
-    /// once per `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed
+    /// removed from it since the last visit, seals its partial removal
+    /// batch. Then, if the stripe is `from` itself or quiet, reclaims the
+    /// batches no reader holds back onto its own free list (slots stay with
+    /// their stripe: see `find_reusable`); a busy stripe's batches are left
+    /// to its own threads, since walking them would pull their slots' lines
+    /// away from the threads about to reuse them. Run once per `SWEEP_EVERY_POPS` inserts and `SWEEP_EVERY_SEALS` sealed
     /// batches on each stripe, so a removed value is dropped after a bounded
     /// number of later operations: its own stripe's sweeps reach it, and
     /// once that stripe is quiet (the thread that removed it never touches
     /// the pool again) any thread's sweep does.
     #[cold]
     #[inline(never)]
-    fn sweep(&self, from: StripeIndex, turn: u32) -> bool {
+    fn sweep(&self, from: StripeIndex, turn: u32) {
         let target = self.stripes.sweep_target(from, turn);
         let stripe = &self.stripes[target];
         let word = stripe.removals.word();
-        let mut pushed = false;
         // An idle owner's magazine (or an exited one's) is emptied onto the
-        // shared lists, its partial batch sealed: then adopted below.
+        // shared lists, its partial batch sealed.
         let emptied = self.stripes.have_magazines()
             && stripe.magazine.idle_and_holding()
             && self.empty_magazine(target, 0);
-        if stripe.unchanged_since_last_sweep(word) || emptied {
-            if !RemovalBatch::is_empty_word(word) {
-                if let Some(batch) = stripe.removals.seal_if_still(word) {
-                    self.reclaimer.defer(target, batch);
-                }
+        if (stripe.unchanged_since_last_sweep(word) || emptied)
+            && !RemovalBatch::is_empty_word(word)
+        {
+            if let Some(batch) = stripe.removals.seal_if_still(word) {
+                self.reclaimer.seal(target, batch);
             }
-            pushed = self.reclaimer.adopt([target]);
         }
-        if (target == from || stripe.is_quiet()) && self.reclaim_into(target, target) {
-            return pushed;
+        if target == from || stripe.is_quiet() {
+            self.reclaim_into(target, target);
         }
-        if !pushed && self.reclaimer.in_flight() > 0 {
-            self.reclaimer.advance_epoch();
-            pushed = true;
-        }
-        pushed
     }
 
-    /// Seals every stripe's partial batch, pushes the epoch until every
-    /// batch sealed so far is past its grace period (unless a guard pinned
-    /// before it holds it back), and reclaims them all onto `home`'s free
-    /// list.
+    /// Seals every stripe's partial batch and reclaims every batch no
+    /// reader holds back (a guard or a one-call read that began before its
+    /// seal) onto `home`'s free list.
     fn seal_and_reclaim_all(&self, home: StripeIndex) {
         for stripe in self.stripes.all_from(home) {
             if self.stripes.have_magazines() && self.stripes[stripe].magazine.holds_anything() {
@@ -864,8 +810,6 @@ impl<T> RawPool<T> {
             }
             self.seal_shared(stripe);
         }
-        self.reclaimer.adopt_anew(self.stripes.all_from(home));
-        self.reclaimer.settle();
         for stripe in self.stripes.all_from(home) {
             self.reclaim_into(stripe, home);
         }
@@ -885,7 +829,7 @@ impl<T> RawPool<T> {
             self.stripes[stripe].free.push(&self.storage, chain);
         }
         if let Some(batch) = contents.removed {
-            self.reclaimer.defer(stripe, batch);
+            self.reclaimer.seal(stripe, batch);
         }
         true
     }
@@ -1145,17 +1089,13 @@ impl<T> RawPool<T> {
     }
 
     /// Hands a batch this thread just sealed to reclamation, and sweeps once
-    /// per `SWEEP_EVERY_SEALS` batches, pushing the epoch: that flushes this
-    /// thread's grace markers to the global queue, one flush for two
-    /// batches (a flush moves crossbeam's whole bag, about a microsecond).
+    /// per `SWEEP_EVERY_SEALS` batches.
     #[cold]
     #[inline(never)]
     fn sealed(&self, home: StripeIndex, batch: crate::lists::SealedBatch, seals: u32) {
-        self.reclaimer.defer(home, batch);
-        // The flush is what takes this thread's markers to the global queue,
-        // so it happens whatever the sweep found.
-        if seals % SWEEP_EVERY_SEALS == 0 && !self.sweep(home, seals / SWEEP_EVERY_SEALS) {
-            self.reclaimer.advance_epoch();
+        self.reclaimer.seal(home, batch);
+        if seals % SWEEP_EVERY_SEALS == 0 {
+            self.sweep(home, seals / SWEEP_EVERY_SEALS);
         }
     }
 

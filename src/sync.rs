@@ -16,14 +16,12 @@ pub(crate) use std::thread::yield_now;
 #[cfg(all(test, handle_pool_loom))]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{fence, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
-    sync::Arc,
+    sync::atomic::{fence, AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 
 #[cfg(not(all(test, handle_pool_loom)))]
-pub(crate) use std::sync::{
-    atomic::{fence, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
-    Arc,
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
 /// `std::cell::UnsafeCell` with loom's `with`/`with_mut` API.

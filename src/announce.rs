@@ -1,0 +1,342 @@
+//! Guards' announcements: what holds a sealed batch back from reclamation
+//! while a [`Guard`](crate::Guard) lives (see "Grace by announcement" in
+//! the reclamation docs for the protocol, its state table and the
+//! argument).
+//!
+//! Process-wide, because a guard belongs to no pool: one count of the
+//! batches every pool has sealed, and one word per thread that holds
+//! guards, in a list that only grows. A thread claims a word the first
+//! time it pins and gives it back when it exits, after its last guard.
+
+use core::cell::Cell;
+use core::ptr;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+/// A word while its thread holds no guard (and what `SEALED` never is).
+pub(crate) const IDLE: u64 = 0;
+
+/// One thread's announcement, on the list of words.
+struct Word {
+    /// `IDLE`, or the seal count its thread's outermost guard saw when it
+    /// was pinned (or last re-pinned). Written only by the thread that
+    /// claimed the word.
+    announced: CachePadded<AtomicU64>,
+    /// Whether a thread owns the word.
+    claimed: AtomicBool,
+    /// The next word on the list; set before the word is published.
+    next: *const Word,
+}
+
+// SAFETY: `next` is written once, before the word is published by the
+// Release CAS in `claim_new`, and never again; the rest is atomics.
+unsafe impl Sync for Word {}
+
+/// The process-wide state: the seal count, the list of words, and the
+/// count of sections of threads that have no word.
+struct Shared {
+    /// `1 +` how many batches every pool has sealed; a batch's position is
+    /// the value this had just before its seal raised it.
+    sealed: CachePadded<AtomicU64>,
+    /// The most recently added word; words are never removed or freed.
+    words: AtomicPtr<Word>,
+    /// Sections of threads that cannot own a word (their thread-locals
+    /// are being destroyed): while nonzero, nothing is reclaimed.
+    anonymous: AtomicU64,
+}
+
+#[cfg(not(all(test, handle_pool_loom)))]
+static SHARED: Shared = Shared {
+    sealed: CachePadded::new(AtomicU64::new(1)),
+    words: AtomicPtr::new(ptr::null_mut()),
+    anonymous: AtomicU64::new(0),
+};
+
+#[cfg(not(all(test, handle_pool_loom)))]
+#[inline(always)]
+fn shared() -> &'static Shared {
+    &SHARED
+}
+
+// Under loom, afresh for every explored execution.
+#[cfg(all(test, handle_pool_loom))]
+fn shared() -> &'static Shared {
+    loom::lazy_static! {
+        static ref SHARED: Shared = Shared {
+            sealed: CachePadded::new(AtomicU64::new(1)),
+            words: AtomicPtr::new(ptr::null_mut()),
+            anonymous: AtomicU64::new(0),
+        };
+    }
+    &SHARED
+}
+
+/// The calling thread's sections (guards alive, nested in any order).
+#[derive(Clone, Copy)]
+struct Sections {
+    /// How many guards of this thread are alive.
+    depth: usize,
+    /// The word the thread owns, once it has claimed one.
+    word: Option<&'static Word>,
+    /// The outermost section is counted in `anonymous`, not announced.
+    anonymous: bool,
+    /// The thread's exit came while a guard was alive: the last one's
+    /// drop gives the word back.
+    exited: bool,
+}
+
+impl Sections {
+    const NONE: Sections = Sections {
+        depth: 0,
+        word: None,
+        anonymous: false,
+        exited: false,
+    };
+}
+
+/// Owns the thread's word from its claim to the thread's exit, when it
+/// gives it back (or leaves that to the last guard, see `Sections::exited`).
+struct Claim(&'static Word);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = SECTIONS.try_with(|sections| {
+            let mut now = sections.get();
+            if now.depth == 0 || now.anonymous {
+                now.word = None;
+                release(self.0);
+            } else {
+                now.exited = true;
+            }
+            sections.set(now);
+        });
+    }
+}
+
+#[cfg(not(all(test, handle_pool_loom)))]
+std::thread_local! {
+    /// Const and without drop glue: readable until the thread is gone,
+    /// also from other thread-locals' destructors.
+    static SECTIONS: Cell<Sections> = const { Cell::new(Sections::NONE) };
+    static CLAIM: Claim = Claim(claim());
+}
+#[cfg(all(test, handle_pool_loom))]
+loom::thread_local! {
+    static SECTIONS: Cell<Sections> = Cell::new(Sections::NONE);
+    static CLAIM: Claim = Claim(claim());
+}
+
+/// The calling thread's sections.
+#[inline(always)]
+fn sections() -> Sections {
+    SECTIONS.with(Cell::get)
+}
+
+#[inline(always)]
+fn set_sections(now: Sections) {
+    SECTIONS.with(|sections| sections.set(now));
+}
+
+/// Gives a word back; its owner has cleared it.
+fn release(word: &Word) {
+    // Release pairs with the Acquire CAS in `claim`: the next owner's
+    // writes come after ours.
+    word.claimed.store(false, Ordering::Release);
+}
+
+/// A word nobody owns, claimed for the calling thread: a given-back one
+/// if any, else a new one.
+fn claim() -> &'static Word {
+    let mut next = shared().words.load(Ordering::Acquire);
+    while !next.is_null() {
+        // SAFETY: words are never freed; the Acquire loads of the list's
+        // head (here and in `claim_new`) pair with the Release CAS that
+        // published each word, so its `next` is initialised.
+        let word = unsafe { &*next };
+        // Acquire pairs with the previous owner's Release in `release`.
+        if word
+            .claimed
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return word;
+        }
+        next = word.next.cast_mut();
+    }
+    claim_new()
+}
+
+/// A new word, claimed, pushed on the list; never freed.
+#[cold]
+fn claim_new() -> &'static Word {
+    let word = Box::into_raw(Box::new(Word {
+        announced: CachePadded::new(AtomicU64::new(IDLE)),
+        claimed: AtomicBool::new(true),
+        next: ptr::null(),
+    }));
+    let mut head = shared().words.load(Ordering::Acquire);
+    loop {
+        // SAFETY: `word` came from `Box::into_raw` above and nobody else
+        // sees it until the CAS below succeeds.
+        unsafe { (*word).next = head };
+        // Release pairs with the Acquire loads of the head in `claim` and
+        // `oldest_guard`: the word is initialised before it is seen.
+        match shared().words.compare_exchange_weak(
+            head,
+            word,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: leaked on purpose: words are never freed.
+            Ok(_) => return unsafe { &*word },
+            Err(actual) => head = actual,
+        }
+    }
+}
+
+/// Takes a position for a batch just sealed: what the seal count was just
+/// before this seal raised it.
+#[inline]
+pub(crate) fn seal_position() -> u64 {
+    // Release pairs with the Acquire loads in `announce`,
+    // `Reclaimer::read_announced` and `sealed_so_far`: whoever reads this
+    // increment (or a later one) sees the batch's slots removed.
+    shared().sealed.fetch_add(1, Ordering::Release)
+}
+
+/// The seal count now, for an announcement or a reclaimer's bound.
+#[inline]
+pub(crate) fn sealed_so_far() -> u64 {
+    // Acquire: see `seal_position`.
+    shared().sealed.load(Ordering::Acquire)
+}
+
+/// Enters a guard's section (see the state table in the reclamation docs).
+#[inline]
+pub(crate) fn enter() {
+    let mut now = sections();
+    if now.depth == 0 {
+        now = enter_outermost(now);
+    }
+    now.depth += 1;
+    set_sections(now);
+}
+
+/// The first guard of the thread: announces in the thread's word, claiming
+/// one first if it has none; or, if it cannot own one, counts itself in
+/// `anonymous`.
+#[inline]
+fn enter_outermost(mut now: Sections) -> Sections {
+    let word = match now.word {
+        Some(word) => Some(word),
+        None => claim_first(),
+    };
+    match word {
+        Some(word) => {
+            now.word = Some(word);
+            announce(word);
+        }
+        None => {
+            now.anonymous = true;
+            // SeqCst, then the fence: as `announce`'s store and fence.
+            shared().anonymous.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+        }
+    }
+    now
+}
+
+/// The thread's word, claimed on its first guard; `None` once its
+/// thread-locals are being destroyed (and it had no word before).
+#[cold]
+#[inline(never)]
+fn claim_first() -> Option<&'static Word> {
+    CLAIM.try_with(|claim| claim.0).ok()
+}
+
+/// Announces the seal count in `word` (see the argument in the docs).
+#[inline(always)]
+fn announce(word: &Word) {
+    let sealed = sealed_so_far();
+    // Release pairs with the reclaimer's Acquire loads in `oldest_guard`.
+    word.announced.store(sealed, Ordering::Release);
+    // SeqCst pairs with the reclaimer's fence (`Reclaimer::horizon`):
+    // either its load sees this announcement, or this thread's slot loads
+    // see every removal that happened before its fence.
+    fence(Ordering::SeqCst);
+}
+
+/// Leaves a guard's section; the last one clears the announcement.
+#[inline]
+pub(crate) fn leave() {
+    let mut now = sections();
+    debug_assert!(now.depth > 0, "a guard's section left twice");
+    now.depth -= 1;
+    if now.depth == 0 {
+        now = leave_outermost(now);
+    }
+    set_sections(now);
+}
+
+#[inline]
+fn leave_outermost(mut now: Sections) -> Sections {
+    if now.anonymous {
+        now.anonymous = false;
+        // Release pairs with the Acquire load in `oldest_guard`.
+        shared().anonymous.fetch_sub(1, Ordering::Release);
+    } else if let Some(word) = now.word {
+        // Release pairs with the Acquire loads in `oldest_guard`: what the
+        // guard's references were used for happens before a reclamation
+        // that sees the word cleared (or announced anew) drops the values.
+        word.announced.store(IDLE, Ordering::Release);
+        if now.exited {
+            now.word = None;
+            release(word);
+        }
+    }
+    now
+}
+
+/// Announces anew if this is the thread's only guard, so that batches
+/// sealed since it was pinned can be reclaimed (`Guard::repin`).
+pub(crate) fn renew() {
+    let now = sections();
+    if now.depth == 1 && !now.anonymous {
+        if let Some(word) = now.word {
+            announce(word);
+        }
+    }
+}
+
+/// Whether the calling thread holds a guard.
+#[inline]
+pub(crate) fn guarded_here() -> bool {
+    SECTIONS.try_with(|sections| sections.get().depth > 0).unwrap_or(false)
+}
+
+/// The oldest announcement of a guard alive (`u64::MAX` if none; `0`
+/// while an anonymous section is in progress). The caller has issued its
+/// `SeqCst` fence (see `Reclaimer::horizon`).
+pub(crate) fn oldest_guard() -> u64 {
+    // Acquire pairs with `leave_outermost`'s Release decrement.
+    if shared().anonymous.load(Ordering::Acquire) != 0 {
+        return 0;
+    }
+    let mut oldest = u64::MAX;
+    // Acquire pairs with the Release CAS in `claim_new`.
+    let mut next = shared().words.load(Ordering::Acquire).cast_const();
+    while !next.is_null() {
+        // SAFETY: as in `claim`.
+        let word = unsafe { &*next };
+        // Acquire pairs with the owner's Release stores (`announce`,
+        // `leave_outermost`): a guard seen dropped is over.
+        let announced = word.announced.load(Ordering::Acquire);
+        if announced != IDLE {
+            oldest = oldest.min(announced);
+        }
+        next = word.next;
+    }
+    oldest
+}
