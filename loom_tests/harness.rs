@@ -294,19 +294,6 @@ impl Recorder {
     }
 }
 
-/// Pins and flushes twice: pushes this thread's deferred batches to the
-/// global queue, advances the epoch and runs the deferred closures whose
-/// grace period is over, which put their batches on the ready lists. (The
-/// values are dropped, and the slots made reusable, by the next insert that
-/// finds no free slot, or by an exclusive `reclaim`.) A batch expires two
-/// epochs after it was sealed, so two rounds are enough when no other thread
-/// stays pinned (and, under loom, when this thread has seen the others unpin).
-pub fn collect_garbage() {
-    for _ in 0..2 {
-        pin().flush();
-    }
-}
-
 /// A step of a model: what one thread (or a sequential phase) does.
 pub type Step = Arc<dyn Fn(&Pool, &mut Recorder) + Send + Sync>;
 
@@ -406,8 +393,6 @@ impl Model {
         );
 
         drop(pool);
-        // Closures still pending must not drop anything again.
-        collect_garbage();
         log.assert_each_dropped_once();
         for worker in workers {
             worker.release();

@@ -120,53 +120,75 @@ fn a_run_moved_between_stripes_races_the_owners_pop() {
     moved_all.assert("the move ran before the pop and took all three");
 }
 
-/// A sealer numbers a batch and pushes it onto its stripe's sealed list
-/// while another thread does what an adopter's marker and a reclaimer do:
-/// records everything numbered so far as past its grace period, then takes
-/// the list. In the execution that matters the number is taken, the marker
-/// runs and the reclaimer takes the (empty) list before the push; the push
-/// must then leave the hint up (`StripeBatches::put` lowers `taken`), so
-/// that a later reclamation finds the batch with no new marker. In every
-/// execution the batch is reclaimed exactly once.
+/// Two sealed batches of one stripe, one sealed in the setup and one by a
+/// sealer racing a reclaimer: the sealer takes its position and pushes its
+/// batch onto the sealed list (then lowers the `lowest` hint) while the
+/// reclaimer reads the hint, takes the list and reclaims what is past its
+/// horizon. In the execution that matters the reclaimer takes the list
+/// (with the first batch) before the push; the push must then leave the
+/// hint up (`StripeBatches::put` lowers it after pushing), so that a later
+/// reclamation finds the second batch. In every execution each batch is
+/// reclaimed exactly once, and both slots end free.
 #[test]
 fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
     let late_push = Reached::default();
     let seen = late_push.clone();
     loom::model(move || {
         let storage = Arc::new(Storage::<u32>::new(0, 0, u32::MAX));
-        storage.ensure(0, 1);
-        let slot = storage.slot(0);
-        // SAFETY: slot 0 is fresh and only this thread has it.
-        unsafe { slot.write_value(7) };
-        slot.word
-            .store(SlotWord::removed(1, NIL).to_bits(), Ordering::Relaxed);
+        storage.ensure(0, 2);
+        for index in 0..2 {
+            let slot = storage.slot(index);
+            // SAFETY: the slots are fresh and only this thread has them.
+            unsafe { slot.write_value(7) };
+            slot.word
+                .store(SlotWord::removed(1, NIL).to_bits(), Ordering::Relaxed);
+        }
+        let batch = |head| SealedBatch {
+            head,
+            count: 1,
+            last: NIL,
+        };
         let reclaimer = Arc::new(Reclaimer::new(1));
         let stripe = Stripes::new(1, false).home();
+        reclaimer.seal(stripe, batch(0));
 
         let sealer_reclaimer = Arc::clone(&reclaimer);
-        let sealer = thread::spawn(move || {
-            let batch = SealedBatch {
-                head: 0,
-                count: 1,
-                last: NIL,
-            };
-            assert_eq!(sealer_reclaimer.seal_without_marker(stripe, batch), 1);
-        });
-        reclaimer.grace_as_adopter(stripe);
-        let first = reclaimer.reclaim_ready(stripe, &storage, 8).found;
+        let sealer = thread::spawn(move || sealer_reclaimer.seal(stripe, batch(1)));
+        let first = reclaimer.reclaim_ready(stripe, &storage, 8).free;
         sealer.join().unwrap();
-        if !first && reclaimer.has_ready(stripe) {
-            // Graced and taken before the push, which lowered `taken`.
+        let first_count = chain_length(first, &storage);
+        if first_count == 1 && reclaimer.has_sealed(stripe) {
+            // Taken before the second batch's push, which raised the hint.
             seen.mark();
         }
-        reclaimer.grace_as_adopter(stripe);
-        let second = reclaimer.reclaim_ready(stripe, &storage, 8).found;
-        assert!(first != second, "the batch is reclaimed exactly once");
+        let second = reclaimer.reclaim_ready(stripe, &storage, 8).free;
         assert_eq!(
-            SlotWord::from_bits(slot.word.load(Ordering::Relaxed)).state(),
-            State::Free,
-            "the slot is free again"
+            first_count + chain_length(second, &storage),
+            2,
+            "each batch is reclaimed exactly once"
         );
+        assert!(!reclaimer.has_sealed(stripe), "nothing is left sealed");
+        for index in 0..2 {
+            assert_eq!(
+                SlotWord::from_bits(storage.slot(index).word.load(Ordering::Relaxed)).state(),
+                State::Free,
+                "slot {index} is free again"
+            );
+        }
     });
-    late_push.assert("a reclaimer took the list between the numbering and the push");
+    late_push.assert("a reclaimer took the list between the first batch and the second's push");
+}
+
+/// How many slots `chain` links, following the words' links.
+fn chain_length(chain: Option<Chain>, storage: &Storage<u32>) -> usize {
+    let Some(chain) = chain else {
+        return 0;
+    };
+    let mut index = chain.first;
+    let mut length = 1;
+    while index != chain.last {
+        index = SlotWord::from_bits(storage.slot(index).word.load(Ordering::Relaxed)).link();
+        length += 1;
+    }
+    length
 }

@@ -13,16 +13,17 @@
 //!   the drop's write against every read, see `harness::Tracked`);
 //! - no panic happened anywhere, not even one the pool caught.
 //!
-//! Under `--cfg crossbeam_loom` the default epoch collector, which the pool
-//! defers on, is created afresh in every execution. Deferred reclamations run
-//! only when some thread advances the epoch and collects, which the models do
-//! with `harness::collect_garbage` (pin and flush, three times).
+//! Reclamation's process-wide state (the seal count, the guards' words, see
+//! `announce`) is created afresh in every execution, and so, under `--cfg
+//! crossbeam_loom`, is crossbeam's default collector, which guards still pin
+//! (for their public `Deref`) though no pool defers anything on it.
 #![cfg(handle_pool_loom)]
 
 mod harness;
 mod history;
 
 mod drop_free;
+mod guard;
 mod insert;
 mod iterate;
 mod lists;

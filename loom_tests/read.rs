@@ -5,8 +5,8 @@
 //! The reader is the model's last thread, which runs on the main thread:
 //! it took thread number 0 in the setup, below the stripe count, so it
 //! announces instead of pinning, and nothing but its word holds the
-//! reclamation back (crossbeam's epoch moves freely). The reclaiming thread
-//! flushes, which seals, pushes the epoch and reclaims, and then inserts,
+//! reclamation back. The reclaiming thread flushes, which seals and
+//! reclaims, and then inserts,
 //! which reuses the slot if its batch was reclaimed: loom reports the drop
 //! or the new value's write if either races the reader's read of the value.
 
@@ -104,7 +104,7 @@ fn nested_one_call_read_keeps_the_outer_announcement() {
 
 /// The same race with the reader on a thread numbered past the stripe
 /// count (one stripe; the spawned reader is thread 1), which has no word
-/// and pins instead: the guard holds the reclamation back.
+/// and pins instead: the guard's announcement holds the reclamation back.
 #[test]
 fn one_call_read_of_a_thread_without_a_word_pins() {
     read_race(
@@ -125,9 +125,9 @@ fn one_call_read_of_a_thread_without_a_word_pins() {
 }
 
 /// Two reclamations race over a batch a one-call read holds back: thread
-/// B removes the value the reader is reading and flushes (its batch goes on
-/// the held list while the read lasts), and the reader flushes as soon as
-/// its read is over (taking the held list, racing B's push onto it).
+/// B removes the value the reader is reading and flushes (its batch goes
+/// back on the sealed list while the read lasts), and the reader flushes as
+/// soon as its read is over (taking the list, racing B's push back onto it).
 /// Nothing is stranded: after both, the value is dropped, by one flush or
 /// the other, or at the latest by the teardown's.
 #[test]

@@ -2,7 +2,7 @@
 
 use handle_pool::{pin, Config};
 
-use super::harness::{collect_garbage, setup, step, teardown, Model, Reached, Tracked};
+use super::harness::{setup, step, teardown, Model, Reached, Tracked};
 
 /// An insert and the remove of another value, on different stripes: the
 /// removed slot's batch is released on the remover's stripe, which only
@@ -31,7 +31,6 @@ fn insert_racing_remove_of_another_handle() {
             }),
             step(|pool, r| {
                 assert!(r.remove(pool, 0));
-                collect_garbage();
             }),
         ],
         teardown: teardown(move |pool, r| {
@@ -59,15 +58,12 @@ fn racing_removes_of_one_handle_exactly_one_wins() {
         threads: vec![
             step(|pool, r| {
                 r.remove(pool, 0);
-                collect_garbage();
             }),
             step(|pool, r| {
                 r.remove(pool, 0);
-                collect_garbage();
             }),
         ],
         teardown: teardown(|pool, r| {
-            collect_garbage();
             // The released batch is reclaimed by this insert.
             let again = r.insert(pool, 1);
             assert_eq!((again.index(), again.generation()), (0, 2));
@@ -100,16 +96,13 @@ fn remove_many_racing_remove_of_a_shared_handle() {
         threads: vec![
             step(|pool, r| {
                 r.remove_many(pool, &[0, 1]);
-                collect_garbage();
             }),
             step(|pool, r| {
                 r.remove(pool, 1);
                 r.remove(pool, 2);
-                collect_garbage();
             }),
         ],
         teardown: teardown(|pool, r| {
-            collect_garbage();
             for id in 3..6 {
                 r.insert(pool, id);
             }
@@ -123,7 +116,7 @@ fn remove_many_racing_remove_of_a_shared_handle() {
 }
 
 /// A reader holds `&T` under its guard while another thread removes the
-/// value, drives the epoch and inserts again: the reader still reads the
+/// value, flushes and inserts again: the reader still reads the
 /// old, undropped value, and the slot is not reused until the guard drops
 /// (else the insert would overwrite what the reader holds).
 #[test]
@@ -154,7 +147,6 @@ fn reader_keeps_the_old_value_until_its_guard_drops() {
             }),
             step(|pool, r| {
                 assert!(r.remove(pool, 0));
-                collect_garbage();
                 r.insert(pool, 1);
             }),
         ],
@@ -190,7 +182,6 @@ fn stale_handle_never_resolves_after_its_slot_is_reused() {
             }),
             step(|pool, r| {
                 assert!(r.remove(pool, 0));
-                collect_garbage();
                 r.insert(pool, 1);
             }),
         ],
@@ -208,7 +199,7 @@ fn stale_handle_never_resolves_after_its_slot_is_reused() {
 }
 
 /// Three threads on two stripes: two insert while the third removes an
-/// older value and drives the epoch, so an insert may reclaim the released
+/// older value and flushes, so an insert may reclaim the sealed
 /// batch from the other stripe while the other insert takes fresh slots.
 #[test]
 fn two_inserts_and_a_remove_on_two_stripes() {
@@ -230,13 +221,11 @@ fn two_inserts_and_a_remove_on_two_stripes() {
             }),
             step(|pool, r| {
                 assert!(r.remove(pool, 0));
-                collect_garbage();
             }),
         ],
         teardown: teardown(|pool, r| {
             let (b, c) = (r.handle(1), r.handle(2));
             assert_ne!(b.index(), c.index());
-            collect_garbage();
             r.insert(pool, 3);
             r.observe_all(pool);
         }),

@@ -218,21 +218,29 @@ pub(crate) fn sealed_so_far() -> u64 {
 pub(crate) fn enter() {
     let mut now = sections();
     if now.depth == 0 {
-        now = enter_outermost(now);
+        let word = now.word.or_else(claim_first);
+        now = enter_outermost(now, word);
     }
     now.depth += 1;
     set_sections(now);
 }
 
-/// The first guard of the thread: announces in the thread's word, claiming
-/// one first if it has none; or, if it cannot own one, counts itself in
-/// `anonymous`.
+/// For the loom models: enters as a thread that cannot own a word does
+/// (one whose thread-locals are being destroyed), with no section in
+/// progress.
+#[cfg(all(test, handle_pool_loom))]
+pub(crate) fn enter_anonymously() {
+    let mut now = sections();
+    assert_eq!(now.depth, 0, "anonymous only as the outermost section");
+    now = enter_outermost(now, None);
+    now.depth += 1;
+    set_sections(now);
+}
+
+/// The first guard of the thread: announces in the thread's word, or, if
+/// it cannot own one (`word` is `None`), counts itself in `anonymous`.
 #[inline]
-fn enter_outermost(mut now: Sections) -> Sections {
-    let word = match now.word {
-        Some(word) => Some(word),
-        None => claim_first(),
-    };
+fn enter_outermost(mut now: Sections, word: Option<&'static Word>) -> Sections {
     match word {
         Some(word) => {
             now.word = Some(word);

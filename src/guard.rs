@@ -76,6 +76,16 @@ pub fn pin() -> Guard {
     }
 }
 
+/// For the loom models: a guard pinned as a thread that cannot own a word
+/// pins one (see `announce::enter_anonymously`).
+#[cfg(all(test, handle_pool_loom))]
+pub(crate) fn pin_anonymously() -> Guard {
+    crate::announce::enter_anonymously();
+    Guard {
+        inner: crossbeam_epoch::pin(),
+    }
+}
+
 impl Guard {
     /// Unpins and pins again, so that values removed since the guard was
     /// pinned can be dropped. Takes `&mut self`: no reference obtained

@@ -24,11 +24,8 @@ use crate::stripe::{StripeIndex, Stripes};
 use crate::sync::{asymmetric_fences, yield_now, AtomicU64, Ordering, Patience};
 
 /// A stripe is swept (see [`RawPool::sweep`]) once per this many pops of
-/// its free list, and once per this many batches it seals. Sweeps pin, and
-/// a thread preempted while pinned holds the epoch back for everyone, so
-/// they are kept rare. With the default batch of 128, a sweep (and its
-/// flush of the thread's markers) comes once per 256 removes, as it did
-/// with batches of 64 and a sweep per four seals.
+/// its free list, and once per this many batches it seals: with the
+/// default batch of 128, once per 256 removes.
 const SWEEP_EVERY_POPS: u32 = 1024;
 const SWEEP_EVERY_SEALS: u32 = 2;
 
@@ -257,10 +254,10 @@ impl<T> RawPool<T> {
     #[inline]
     pub(crate) fn get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g T> {
         // SAFETY: the word was OCCUPIED(g), so the value is initialised (the
-        // Acquire load saw its publication). The guard was pinned (on the
-        // collector removals are deferred on: the only one a `Guard` pins) before that
-        // load, so even if the value is removed now, its reclamation is
-        // deferred until the guard is dropped; exclusive removals need `&mut`,
+        // Acquire load saw its publication). The guard announced this thread
+        // (a `Guard` can only be made by announcing) before that load, so
+        // even if the value is removed now, its batch is not reclaimed until
+        // the guard is dropped (see `reclaim.md`); exclusive removals need `&mut`,
         // which the `&'g self` borrow rules out; the storage lives as long as
         // `&'g self`: the reference is valid for 'g.
         self.find_occupied(handle, |slot| unsafe { slot.value_ref() })
@@ -477,9 +474,8 @@ impl<T> RawPool<T> {
     /// Reusable slots first, in order of cost; fresh slots only when
     /// nothing reusable is ready.
     ///
-    /// The home stripe comes first: its ready batches, then, if batches are
-    /// waiting for the epoch, one push of the epoch. That touches no other
-    /// stripe's cache line, so under churn every thread recycles its own
+    /// The home stripe comes first: its sealed batches no reader holds
+    /// back. That touches no other stripe's cache line, so under churn every thread recycles its own
     /// slots without pulling the others' lines away from them. Only then the
     /// other stripes, quiet ones first (see the `stripe` module docs).
     #[cold]
@@ -518,16 +514,14 @@ impl<T> RawPool<T> {
             return None;
         }
         // Growing now would be growth the live count does not explain, while
-        // removed slots wait for an epoch that a thread preempted while
-        // pinned may be holding back for a whole time slice, or sit in the
-        // hands of a thread preempted while it reclaims them (nothing in
-        // flight then, and nothing to see). Give the CPU away a few times,
+        // removed slots wait for a reader on a thread preempted while it
+        // holds a guard, for a whole time slice, or sit in the
+        // hands of a thread preempted while it reclaims them (nothing
+        // sealed then, and nothing to see). Give the CPU away a few times,
         // so that thread can run, looking again each time. Meanwhile the
         // home stripe is not quiet: what it waits for is its own. (Even a
-        // thread pinned itself gains by this: the epoch can still advance
-        // once past its pin, releasing what was sealed before it; skipping
-        // these rounds when pinned took eight threads on two cores that
-        // hold guards from 54 thousand slots to 1.4 million.)
+        // thread holding a guard itself gains by this: what was sealed
+        // before its guard is not held back by it.)
         let _waiting = self.stripes[home].waiting();
         for _ in 0..BEHIND_ROUNDS {
             if let Some(found) = self.round_behind(home, Take::QuietOnly, yield_now) {
@@ -724,10 +718,10 @@ impl<T> RawPool<T> {
     /// Whether growing now would be growth the live count does not explain:
     /// more than three quarters of the bound the pool promises
     /// ([`promised_slots`](Self::promised_slots)) are already in use, so
-    /// that what the epoch holds back is found before the bound is reached.
+    /// that what readers hold back is found before the bound is reached.
     /// The quarter left covers the fresh blocks of threads that passed this
     /// test at once, and growth after the back-pressure rounds run out
-    /// while a pinned thread holds the epoch back briefly; growth past the
+    /// while a reader holds batches back briefly; growth past the
     /// bound itself waits (`wait_at_bound`), and only a guard held longer
     /// than that wait takes the pool past it (see `design.md`, "Memory
     /// under churn"). At half the bound, eight threads on two cores, each
@@ -1171,8 +1165,8 @@ impl<T> RawPool<T> {
     /// (`clear` and the pool's drop), in the same pass. Every value is
     /// dropped, even if some `Drop` panics; returns the first such panic.
     pub(crate) fn reclaim_all(&mut self, live: bool) -> Option<Panic> {
-        // Batches sealed before this point are reclaimed here; when the
-        // collector releases them later, their era says so.
+        // Batches sealed before this point are reclaimed here; should one
+        // be found later, its era says so.
         self.reclaimer.begin_exclusive();
         for stripe in self.stripes.all_from(self.stripes.home()) {
             // Their slots are found by the scan below.
@@ -1502,12 +1496,14 @@ impl<'a, T> Iterator for Occupied<'a, T> {
 /// `(handle, &value)`, from [`RawPool::entries`].
 ///
 /// It holds no guard, only the storage and a range of slot indices: the
-/// guard given to `entries` (a `Guard`, so pinned on the default collector)
-/// is borrowed for `'g` by whoever made it. So it is `Send` exactly when `&T` is (`T: Sync`), and a part split
-/// off may run on another thread: every visit there happens after the pin
-/// (the hand-off to that thread synchronizes with the pinning thread), so a
-/// removal the visit does not see comes after the pin too, and the value's
-/// reclamation waits for the guard, which outlives `'g`.
+/// guard given to `entries` (a `Guard`, so announced) is borrowed for `'g`
+/// by whoever made it. So it is `Send` exactly when `&T` is (`T: Sync`),
+/// and a part split off may run on another thread: every visit there
+/// happens after the announcement and its fence (the hand-off to that
+/// thread synchronizes with the announcing thread), which is all the
+/// argument in `reclaim.md` needs of a reader's loads (a `SeqCst` fence
+/// that happens before a load orders it as one sequenced after it would),
+/// so the value's reclamation waits for the guard, which outlives `'g`.
 pub(crate) struct Entries<'g, T>(Occupied<'g, T>);
 
 impl<T> Entries<'_, T> {
@@ -1757,8 +1753,8 @@ mod snapshot {
             // says OCCUPIED, the value written before it is visible.
             let word = SlotWord::from_bits(slot.word.load(Ordering::Acquire));
             if word.state() == State::Occupied {
-                // SAFETY: as in `get`: OCCUPIED, seen under a guard of the
-                // right collector pinned before the load, and `&'a self`.
+                // SAFETY: as in `get`: OCCUPIED, seen under a guard that
+                // announced before the load, and `&'a self`.
                 SlotEntry::Live(word.generation(), unsafe { slot.value_ref() })
             } else {
                 SlotEntry::Vacant(word.generation())

@@ -1,4 +1,6 @@
-//! The only module that names atomics, `UnsafeCell`, `Arc` and thread-locals.
+//! The only module that names atomics, `UnsafeCell` and thread-locals,
+//! apart from `announce`'s process-wide statics and thread-locals, which
+//! switch between std and loom the same way.
 //!
 //! When the library is built as its own unit tests under `--cfg
 //! handle_pool_loom` (see `ci/loom.sh`), everything comes from `loom`, so the
