@@ -2,9 +2,7 @@
 
 use handle_pool::Config;
 
-use super::harness::{
-    expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached,
-};
+use super::harness::{expect_panic, setup, step, teardown, ExpectedPanic, Model, Reached};
 
 /// One reusable slot, two inserts: one gets it (popping it, or reclaiming
 /// its released batch first), the other takes a fresh slot; neither gets

@@ -9,8 +9,7 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use handle_pool::Config;
 
 use super::harness::{
-    explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached,
-    Recorder,
+    explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached, Recorder,
 };
 
 /// Two stripes, each thread its own magazine; batches of four, so removals

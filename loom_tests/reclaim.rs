@@ -6,8 +6,7 @@ use std::sync::Arc;
 use handle_pool::{pin, Config};
 
 use super::harness::{
-    explore, setup, spawn_parked, step, teardown, DropLog, Model,
-    Pool, Reached, Recorder, Tracked,
+    explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached, Recorder, Tracked,
 };
 
 /// Two removes fill one batch of two on the same stripe, racing on its head

@@ -183,12 +183,10 @@ fn claim_new() -> &'static Word {
         unsafe { (*word).next = head };
         // Release pairs with the Acquire loads of the head in `claim` and
         // `oldest_guard`: the word is initialised before it is seen.
-        match shared().words.compare_exchange_weak(
-            head,
-            word,
-            Ordering::Release,
-            Ordering::Acquire,
-        ) {
+        match shared()
+            .words
+            .compare_exchange_weak(head, word, Ordering::Release, Ordering::Acquire)
+        {
             // SAFETY: leaked on purpose: words are never freed.
             Ok(_) => return unsafe { &*word },
             Err(actual) => head = actual,
@@ -321,7 +319,9 @@ pub(crate) fn renew() {
 /// Whether the calling thread holds a guard.
 #[inline]
 pub(crate) fn guarded_here() -> bool {
-    SECTIONS.try_with(|sections| sections.get().depth > 0).unwrap_or(false)
+    SECTIONS
+        .try_with(|sections| sections.get().depth > 0)
+        .unwrap_or(false)
 }
 
 /// The oldest announcement of a guard alive (`u64::MAX` if none; `0`

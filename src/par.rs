@@ -88,7 +88,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         }
     }
 
-    /// A parallel iterator over `(handle, &mut value)`. No epoch cost.
+    /// A parallel iterator over `(handle, &mut value)`. Needs no guard.
     ///
     /// Needs `T: Send`, as handing `&mut T` to other threads does.
     ///
@@ -110,7 +110,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         }
     }
 
-    /// A parallel iterator over `&mut value`. No epoch cost.
+    /// A parallel iterator over `&mut value`. Needs no guard.
     ///
     /// ```
     /// use handle_pool::HandlePool;

@@ -126,7 +126,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// Reuses a removed slot when one is past its grace period. If growing
     /// the pool would take it past `4 × len + 1024` slots while removed
     /// slots wait for a guard pinned on another thread (or a `with` running
-    /// there), it sleeps for at most 10 ms until they are released (see
+    /// there), it sleeps for at most 10 ms until they can be reclaimed (see
     /// "Memory under churn" in the [`design`](crate::design) docs). It never
     /// waits while its own thread holds reclamation back.
     ///
@@ -416,7 +416,6 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.seal_own_partial_batches()
     }
 
-
     /// For the loom models: see `RawPool::quiet_stripes`.
     #[cfg(all(test, handle_pool_loom))]
     pub(crate) fn quiet_stripes(&self) {
@@ -520,7 +519,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         Values::new(self.iter(guard))
     }
 
-    /// Iterates over `&mut value`. No epoch cost.
+    /// Iterates over `&mut value`. Needs no guard.
     ///
     /// ```
     /// let mut pool: handle_pool::HandlePool<u32> = (1..=4).collect();
@@ -531,7 +530,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         ValuesMut::new(self.iter_mut())
     }
 
-    /// The value `handle` refers to, mutably. No epoch cost.
+    /// The value `handle` refers to, mutably. Needs no guard.
     ///
     /// ```
     /// let mut pool = handle_pool::HandlePool::new();
@@ -543,7 +542,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get_mut(handle.handle())
     }
 
-    /// Removes the value `handle` refers to and returns it. No epoch cost.
+    /// Removes the value `handle` refers to and returns it. Needs no guard.
     ///
     /// ```
     /// let mut pool = handle_pool::HandlePool::new();
@@ -590,7 +589,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw
     }
 
-    /// Iterates over `(handle, &mut value)`. No epoch cost.
+    /// Iterates over `(handle, &mut value)`. Needs no guard.
     ///
     /// ```
     /// let mut pool = handle_pool::HandlePool::new();
@@ -658,15 +657,15 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// Drops every removed value that no guard protects and makes its slot
     /// reusable, now, without `&mut`.
     ///
-    /// Seals every partially filled removal batch, hands every sealed batch
-    /// to the epoch collector, pushes the epoch until they have passed their
-    /// grace period, and reclaims them on this thread. The grace period of
-    /// a batch starts when it is handed over (at the latest, during this
-    /// call), so a value stays if a guard pinned before that, on any thread
-    /// including this one, is still alive, or a [`with`](Self::with) call
-    /// that began before it is still running; it goes with a later `flush`
-    /// or pool operation once the guard is dropped (the call returned). [`reclaim`](Self::reclaim)
-    /// needs `&mut self` and has nothing to wait for.
+    /// Seals every partially filled removal batch, and reclaims on this
+    /// thread every sealed batch that no reader holds back. A batch is
+    /// sealed at the latest during this call, so a value stays if a guard
+    /// pinned before its seal, on any thread including this one, is still
+    /// alive, or a [`with`](Self::with) call on this pool that began before
+    /// it is still running; it goes with a later `flush` or pool operation
+    /// once the guard is dropped (the call returned).
+    /// [`reclaim`](Self::reclaim) needs `&mut self` and has nothing to wait
+    /// for.
     ///
     /// Costs a few microseconds plus the drops, whatever the pool's size.
     ///
@@ -683,11 +682,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.flush();
     }
 
-    /// Drops, now, every removed value whose deferred reclamation has not
-    /// run yet. `&mut self` proves no reader holds a reference, so there is
-    /// nothing to wait for. Every such slot becomes reusable at once; a
-    /// batch the epoch collector releases later is recognised as already
-    /// reclaimed (by its era) and discarded.
+    /// Drops, now, every removed value not reclaimed yet. `&mut self`
+    /// proves no reader holds a reference, so there is nothing to wait for.
+    /// Every such slot becomes reusable at once, and the sealed batches that
+    /// held them are discarded.
     ///
     /// Costs O(capacity).
     ///
@@ -740,8 +738,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     ///
     /// Each removal is one CAS on its slot, as in [`remove`](Self::remove),
     /// but the removed slots join the thread's removal batch together, with
-    /// one push for the whole call (a call that fills the batch hands it to
-    /// the epoch collector as one deferred reclamation).
+    /// one push for the whole call (a call that fills the batch seals it
+    /// whole, as one batch, however many slots it added).
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();

@@ -18,7 +18,9 @@ pub(crate) use std::thread::yield_now;
 #[cfg(all(test, handle_pool_loom))]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{fence, AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{
+        fence, AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
 };
 
 #[cfg(not(all(test, handle_pool_loom)))]

@@ -12,7 +12,9 @@ use handle_pool::{pin, Config, Handle, HandlePool};
 mod common;
 use common::{with_batch as batch_config, Log, PinnedThread, Tracked};
 
-/// Pins and flushes until `done` holds, for at most a few seconds.
+/// Tries `done` until it holds, for at most a few seconds. (The pins and
+/// flushes between tries touch only crossbeam-epoch's own state, which the
+/// pool's reclamation no longer goes through.)
 fn flush_until(mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
@@ -53,11 +55,11 @@ fn remove_then_reclaim_drops_each_value_once() {
 }
 
 #[test]
-fn natural_epoch_reclamation_drops_each_value_once() {
-    // 800 removes on one thread fill 100 batches of 8, all handed to the
-    // collector. Once their grace period is over they are reclaimed by the
-    // pool's own traffic (pinning, flushing, inserts that find no free
-    // slot), with no `reclaim` call: keep pinning and inserting, bounded.
+fn reclamation_by_pool_traffic_drops_each_value_once() {
+    // 800 removes on one thread fill 100 batches of 8, all sealed. No
+    // reader holds them back, so they are reclaimed by the pool's own
+    // traffic (inserts that find no free slot, sweeps), with no `reclaim`
+    // call: keep inserting, bounded.
     let log = Log::new(800);
     let pool = HandlePool::with_config(batch_config(8));
     let handles = insert_all(&pool, &log);
@@ -222,8 +224,8 @@ fn pool_drop_drops_live_values_once() {
 #[test]
 fn pool_drop_with_reclamation_pending_behind_a_pinned_thread() {
     let log = Log::new(64);
-    // Batches of 4: the removes below hand 16 batches to the collector, and
-    // the pinned thread keeps every one of them from running.
+    // Batches of 4: the removes below seal 16 batches, and the pinned
+    // thread holds every one of them back.
     let pool = HandlePool::with_config(batch_config(4));
     let handles = insert_all(&pool, &log);
 
@@ -235,7 +237,8 @@ fn pool_drop_with_reclamation_pending_behind_a_pinned_thread() {
     for _ in 0..100 {
         pin().flush();
     }
-    // The holder pinned before the removes: no batch can have run.
+    // The holder pinned before the removes: no batch can have been
+    // reclaimed.
     log.assert_none();
 
     // The pool's drop claims every pending value itself.
@@ -243,7 +246,8 @@ fn pool_drop_with_reclamation_pending_behind_a_pinned_thread() {
     log.assert_all_once();
 
     holder.release();
-    // Now the deferred closures run; they must find nothing left to drop.
+    // Nothing of the pool's is left to run: its drop discarded the sealed
+    // batches, and no value may be dropped again.
     for _ in 0..2000 {
         pin().flush();
     }
@@ -263,7 +267,8 @@ fn reclaim_behind_a_pinned_thread_drops_each_value_once() {
     pool.reclaim();
     log.assert_all_once();
     holder.release();
-    // The closures run later and must find nothing left to drop.
+    // `reclaim` discarded the sealed batches: nothing reclaims them later,
+    // and no value may be dropped again.
     for _ in 0..2000 {
         pin().flush();
     }
@@ -357,9 +362,9 @@ fn a_panicking_drop_in_reclaim_propagates_after_the_rest_are_dropped() {
 }
 
 #[test]
-fn a_panicking_drop_in_the_collector_is_contained() {
-    // A batch of 4 with one panicking value, reclaimed by the collector on
-    // whatever thread flushes: the panic must not escape, and the rest of
+fn a_panicking_drop_during_reclamation_is_contained() {
+    // A batch of 4 with one panicking value, reclaimed by the insert that
+    // finds no free slot: the panic must not escape it, and the rest of
     // the batch is reclaimed and its slots reused.
     let log = Log::new(4);
     let pool = HandlePool::with_config(Config {

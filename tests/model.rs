@@ -54,9 +54,9 @@ struct Shadow {
     slots: HashMap<u32, (u32, SlotState)>,
     max_generation: u32,
     max_slots: u64,
-    /// Whether `reclaim()` makes every pending slot reusable at once: true
-    /// when a batch can never fill (`batch > max_slots`), so no removal is
-    /// ever handed to the epoch collector.
+    /// Whether the model counts on `reclaim()` making every pending slot
+    /// reusable at once: only when a batch can never fill (`batch >
+    /// max_slots`).
     reclaim_is_exact: bool,
 }
 
@@ -564,7 +564,7 @@ proptest! {
     }
 
     #[test]
-    fn tiny_pool_with_collector_batches_matches_the_reference(
+    fn tiny_pool_with_sealed_batches_matches_the_reference(
         ops in prop::collection::vec(op(), 1..200)
     ) {
         run(tiny_model(2), &ops);

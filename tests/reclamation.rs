@@ -4,9 +4,9 @@
 //! pool uses every reusable slot before failing; a dropped pool's storage
 //! is freed at once; and memory under churn stays within `4 × live + 1024`.
 //!
-//! These tests depend on the epoch advancing, which a guard pinned anywhere
-//! in the process holds back: they take `EPOCH` so that none of them runs
-//! while another holds a guard.
+//! These tests depend on reclamation, which a guard held anywhere in the
+//! process holds back, for every pool: they take `SERIAL` so that none of
+//! them runs while another holds a guard.
 
 mod common;
 
@@ -18,10 +18,10 @@ use std::thread;
 use common::{Alive, Counted, PinnedThread};
 use handle_pool::{pin, Config, HandlePool, PoolHandle};
 
-static EPOCH: Mutex<()> = Mutex::new(());
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    EPOCH
+    SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -313,19 +313,19 @@ fn limited(max_slots: u32, batch: u32, stripes: usize) -> Config {
 }
 
 #[test]
-fn a_full_pool_reuses_a_sealed_batch_without_waiting_for_the_epoch() {
+fn a_full_pool_reuses_a_sealed_batch_no_reader_holds_back() {
     let _serial = serial();
     let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 4, 1));
     let handles = pool.insert_many(0..64);
     assert!(pool.try_insert(64).is_err());
-    // Four removes fill a batch, which goes to the collector.
+    // Four removes fill a batch, which is sealed; no reader holds it back.
     for &h in &handles[..4] {
         assert!(pool.remove(h));
     }
     for i in 0..4 {
         assert!(
             pool.try_insert(100 + i).is_ok(),
-            "a full pool refused an insert while {} removed slots needed only an epoch step",
+            "a full pool refused an insert while {} removed slots were sealed and held back by no reader",
             4 - i
         );
     }
@@ -380,7 +380,7 @@ fn insert_many_at_the_limit_takes_other_stripes_free_slots() {
 #[test]
 fn bucket_storage_is_freed_when_the_pool_is_dropped() {
     let _serial = serial();
-    // A guard held elsewhere keeps every deferred reclamation pending.
+    // A guard held elsewhere keeps every sealed batch from being reclaimed.
     let holder = PinnedThread::start();
     let before = LIVE_BYTES.load(Ordering::Relaxed);
     // Buckets only: they come from the global allocator, which counts them.
@@ -438,10 +438,10 @@ fn the_flat_region_is_unmapped_when_the_pool_is_dropped() {
 }
 
 /// The bound the pool promises under churn with threads no more than
-/// cores. One run can break it only if the scheduler preempts a thread in
-/// one of the pool's brief pinned moments (the host's doing, not the
-/// pool's), so a run over the bound is repeated, up to three in all; three
-/// in a row over it is the pool's fault. Every run's figures are printed.
+/// cores. One run can break it only if the scheduler takes a thread off
+/// the CPU at the wrong moment (the host's doing, not the pool's), so a
+/// run over the bound is repeated, up to three in all; three in a row
+/// over it is the pool's fault. Every run's figures are printed.
 #[test]
 fn capacity_after_churn_at_two_threads_stays_within_the_bound() {
     let _serial = serial();
@@ -592,14 +592,12 @@ fn churn_past_a_guard_held_briefly_elsewhere_stays_within_the_bound() {
 
 /// A thread churns one pool while it holds a guard, so nothing it removes
 /// can be reclaimed and its inserts run back-pressure round after round;
-/// then, the guard dropped, it churns a fresh pool. Every round adopts the
-/// stripes' batches. When a round deferred a marker again for batches a
-/// marker on crossbeam's global queue already covered, the queue filled
-/// with bags that the fresh pool's epoch pushes worked off eight at a
-/// time: it waited at its bound and grew past it (9,152 slots, 720 ms for
-/// 20,000 pairs). A run over the bound is repeated, as above.
+/// then, the guard dropped, it churns a fresh pool, which must stay within
+/// its bound: what the first pool's rounds left behind (its sealed batches,
+/// still on its own lists) must not hold the fresh pool back. A run over
+/// the bound is repeated, as above.
 #[test]
-fn a_guard_held_through_long_churn_leaves_no_backlog_for_the_next_pool() {
+fn a_pool_churned_after_a_guard_held_through_churn_stays_within_the_bound() {
     let _serial = serial();
     const WINDOW: usize = 64;
     let bound = 4 * WINDOW + 1024;
@@ -607,7 +605,7 @@ fn a_guard_held_through_long_churn_leaves_no_backlog_for_the_next_pool() {
         bound,
         "churning a pool after a guard held through churn",
         || {
-            // A thread of its own: its crossbeam bag starts empty.
+            // A thread of its own, whose only guard is the one below.
             thread::spawn(|| {
                 let config = Config {
                     stripes: 1,

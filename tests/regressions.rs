@@ -24,7 +24,8 @@ fn producer_consumer(rounds: usize, per_round: usize, batch_insert: bool) -> usi
                 for h in handles {
                     assert!(pool.remove(h));
                 }
-                // Help the epoch along as much as any caller could.
+                // Pins and flushes crossbeam-epoch, as a caller might; the
+                // pool's reclamation no longer goes through it.
                 for _ in 0..4 {
                     pin().flush();
                 }
@@ -58,10 +59,10 @@ fn producer_consumer(rounds: usize, per_round: usize, batch_insert: bool) -> usi
 
 /// `RawPool::claim` (raw.rs, the batch path of `insert_many`/`extend`/
 /// `FromIterator`) looks only at the home stripe's free list and ready list,
-/// never at other stripes, never pushes the epoch and never consults
-/// `reclamation_is_behind`: it falls straight to `reserve_fresh`. When the
-/// values are removed on another thread (whose stripe gets the batches), the
-/// producer never reuses a single slot and the pool grows without bound.
+/// never at other stripes, and never consults `reclamation_is_behind`: it
+/// falls straight to `reserve_fresh`. When the values are removed on
+/// another thread (whose stripe gets the batches), the producer never
+/// reuses a single slot and the pool grows without bound.
 #[test]
 fn insert_many_reuses_slots_freed_on_other_stripes() {
     let rounds = 200;

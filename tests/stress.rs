@@ -309,8 +309,9 @@ fn double_remove_exactly_one_wins_8_threads() {
     double_remove_race(8, 100, 32, small_config());
 }
 
-/// Inserts, retrying (pinning and flushing so pending reclamations can
-/// finish) while a small pool is full; gives up after a few seconds.
+/// Inserts, retrying while a small pool is full (each try reclaims what no
+/// reader holds back; the pins and flushes between tries touch only
+/// crossbeam-epoch's own state); gives up after a few seconds.
 fn insert_retrying(pool: &HandlePool<Tag>, thread: usize, n: u64) -> Handle {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -393,8 +394,8 @@ fn reader_keeps_its_value_across_a_remove() {
 #[test]
 fn reader_keeps_its_value_across_a_remove_with_eager_batches() {
     let _serial = serial();
-    // Batches of one and four slots: every remove goes straight to the
-    // collector, and the churn would reuse the slot at once if it could.
+    // Batches of one, four slots in all: every remove seals its batch at
+    // once, and the churn would reuse the slot at once if it could.
     reader_across_remove(
         Config {
             first_bucket_shift: 0,
@@ -425,9 +426,10 @@ fn churn_capacity(threads: usize, pairs_per_thread: usize) -> usize {
 
 /// 8 threads of insert/remove pairs with at most 64 values live each: the
 /// pool must keep reusing slots. How far capacity grows depends on the
-/// scheduler: a thread preempted while pinned holds every reuse back, so on
-/// a loaded 2-core machine this run reaches 16_320 to 131_008 slots (capacity
-/// grows in doubling buckets: …, 65_472, 131_008, 262_080, 524_224). The
+/// scheduler: a thread preempted in the middle of a read holds every reuse
+/// back, so on a loaded 2-core machine this run reached 16_320 to 131_008
+/// slots when reclamation went through crossbeam-epoch (capacity grows in
+/// doubling buckets: …, 65_472, 131_008, 262_080, 524_224). The
 /// strict bound is the ignored `churn_keeps_capacity_bounded_long`; here
 /// assert that slots are reused at all (without reuse 1.2 M pairs would need
 /// 1.2 M slots) and print the figure.
@@ -440,8 +442,9 @@ fn churn_reuses_slots() {
 
 /// Capacity stays far below 64 Ki slots for at most 64 live values per
 /// thread, also with threads outnumbering cores, where a thread preempted
-/// while pinned holds the epoch back for everyone: inserts that find
-/// reclamation behind yield until it runs again (see `handle_pool::design`).
+/// in the middle of a read holds reclamation back for everyone: inserts
+/// that find reclamation behind yield until it runs again (see
+/// `handle_pool::design`).
 /// On the 2-core machine (release, 2026-11-23), 32 threads x 2 M pairs
 /// ended at 16,320, 20,416 and 24,512 slots; before the inserts yielded
 /// long enough, at 196,544 to 393,152; with quiet-stripe transfers, 6,080

@@ -1,6 +1,6 @@
 //! Tools the integration tests share: values that count their drops, the
 //! small pool configurations, one deterministic generator, a thread that
-//! holds the epoch back, and the operation strategy of the model tests.
+//! holds reclamation back with a guard, and the operation strategy of the model tests.
 //! Each test file includes this with `mod common;`.
 
 // Each test binary uses only some of these tools.
@@ -207,11 +207,11 @@ impl Rng {
 }
 
 // ---------------------------------------------------------------------------
-// A thread that holds the epoch back.
+// A thread that holds reclamation back.
 
-/// A thread pinned to the epoch from [`PinnedThread::start`] until
-/// [`PinnedThread::release`]: no removal made in between can be reclaimed
-/// by the collector.
+/// A thread holding a guard from [`PinnedThread::start`] until
+/// [`PinnedThread::release`]: no removal made in between can be reclaimed,
+/// in any pool.
 pub struct PinnedThread {
     release: mpsc::Sender<()>,
     thread: thread::JoinHandle<()>,

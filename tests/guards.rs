@@ -1,0 +1,167 @@
+//! Guards at the edges of a thread's life: kept in a thread-local past the
+//! point where the thread gives its announcement word back, and pinned by a
+//! thread-local destructor after that point. In both, a value removed while
+//! the guard lives is not dropped before the guard is, and is dropped by
+//! the first flush after it.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use handle_pool::{pin, Guard, HandlePool};
+
+/// Held by every test here: a guard anywhere in the process holds back
+/// every pool's batches sealed after it was pinned, so these tests, which
+/// check when values are dropped, must not overlap.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Records its drop.
+struct Flagged(Arc<AtomicBool>);
+
+impl Drop for Flagged {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A pool holding one `Flagged` value, its handle and its drop flag.
+fn pool_with_one() -> (
+    Arc<HandlePool<Flagged>>,
+    handle_pool::Handle,
+    Arc<AtomicBool>,
+) {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let pool = Arc::new(HandlePool::new());
+    let handle = pool.insert(Flagged(Arc::clone(&dropped)));
+    (pool, handle, dropped)
+}
+
+/// What the main thread does while the other thread's guard lives: removes
+/// the value, flushes, and checks the guard holds the drop back; then lets
+/// the other thread go on, joins it, flushes again and checks the value is
+/// dropped.
+fn remove_while_guarded(
+    pool: &HandlePool<Flagged>,
+    handle: handle_pool::Handle,
+    dropped: &AtomicBool,
+    pinned: &Receiver<()>,
+    go_on: &Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+) {
+    pinned.recv().expect("the other thread pinned");
+    assert!(pool.remove(handle));
+    pool.flush();
+    assert!(
+        !dropped.load(Ordering::SeqCst),
+        "dropped while another thread's guard, pinned before the removal, lives"
+    );
+    go_on.send(()).expect("the other thread waits");
+    thread.join().expect("the other thread");
+    pool.flush();
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "not dropped by a flush after the guard was dropped with its thread"
+    );
+}
+
+/// A guard stored in a thread-local that was set up before the thread's
+/// first guard: on the usual platforms its destructor runs after the one
+/// that gives the thread's word back, so the word must stay announced
+/// until this guard drops.
+#[test]
+fn a_guard_dropped_by_a_thread_local_destructor_protects_until_then() {
+    thread_local! {
+        static KEPT: RefCell<Option<Guard>> = const { RefCell::new(None) };
+    }
+    let _serial = serial();
+    let (pool, handle, dropped) = pool_with_one();
+    let (pinned_tx, pinned) = channel();
+    let (go_on, go_on_rx) = channel::<()>();
+    let thread = std::thread::spawn(move || {
+        // Set up before the first guard.
+        KEPT.with(|kept| assert!(kept.borrow().is_none()));
+        let guard = pin();
+        pinned_tx.send(()).unwrap();
+        go_on_rx.recv().unwrap();
+        KEPT.with(|kept| *kept.borrow_mut() = Some(guard));
+    });
+    remove_while_guarded(&pool, handle, &dropped, &pinned, &go_on, thread);
+}
+
+/// A guard pinned by a thread-local destructor that runs after the thread
+/// has given its word back (the thread's first guard came after this
+/// thread-local was set up): the guard cannot announce in a word, and must
+/// hold reclamation back all the same.
+#[test]
+fn a_guard_pinned_by_a_late_thread_local_destructor_protects() {
+    struct PinsOnDrop {
+        pinned: Sender<()>,
+        go_on: Receiver<()>,
+    }
+    impl Drop for PinsOnDrop {
+        fn drop(&mut self) {
+            let guard = pin();
+            self.pinned.send(()).unwrap();
+            self.go_on.recv().unwrap();
+            drop(guard);
+        }
+    }
+    thread_local! {
+        static LATE: RefCell<Option<PinsOnDrop>> = const { RefCell::new(None) };
+    }
+    let _serial = serial();
+    let (pool, handle, dropped) = pool_with_one();
+    let (pinned_tx, pinned) = channel();
+    let (go_on, go_on_rx) = channel::<()>();
+    let thread = std::thread::spawn(move || {
+        LATE.with(|late| {
+            *late.borrow_mut() = Some(PinsOnDrop {
+                pinned: pinned_tx,
+                go_on: go_on_rx,
+            })
+        });
+        // The thread's first guard, after `LATE` was set up.
+        drop(pin());
+    });
+    remove_while_guarded(&pool, handle, &dropped, &pinned, &go_on, thread);
+}
+
+/// Guards on many short-lived threads, one after another and at once: the
+/// words they give back are reused, and none is left announcing, so a
+/// flush afterwards drops every removed value.
+#[test]
+fn words_given_back_by_exited_threads_are_reused_and_left_idle() {
+    let _serial = serial();
+    let pool = Arc::new(HandlePool::new());
+    let flags: Vec<Arc<AtomicBool>> = (0..32).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    for round in 0..8 {
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let (pool, flag) = (Arc::clone(&pool), Arc::clone(&flags[round * 4 + i]));
+                std::thread::spawn(move || {
+                    let guard = pin();
+                    let nested = pin();
+                    let handle = pool.insert(Flagged(flag));
+                    assert!(pool.get(handle, &nested).is_some());
+                    drop(guard);
+                    assert!(pool.remove(handle));
+                    drop(nested);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+    pool.flush();
+    assert_eq!(pool.len(), 0);
+    for (i, flag) in flags.iter().enumerate() {
+        assert!(flag.load(Ordering::SeqCst), "value {i} is still held back");
+    }
+}
