@@ -2,7 +2,7 @@
 //! announcement" in `docs/reclaim.md`) against removal, reclamation and
 //! reuse of the slot, in each way a guard can be held: nested and dropped
 //! out of order, re-pinned inside another, returned from a one-call read's
-//! closure, and pinned by a thread that cannot own a word.
+//! closure, and pinned by a thread whose exit has begun.
 //!
 //! In each model the reader (the main thread) reads value 0 under a guard
 //! and reads it again after the step that could go wrong, while another
@@ -116,17 +116,24 @@ fn guard_returned_from_a_one_call_read_protects_on_its_own() {
     .check("guard_returned_from_a_one_call_read_protects_on_its_own");
 }
 
-/// A guard of a thread that cannot own a word (as while its thread-locals
-/// are destroyed) counts in the anonymous count, which holds every batch
-/// back until it drops.
+/// Guards of a thread whose exit has begun (as while its thread-locals are
+/// destroyed): each outermost one claims a word for itself and gives it
+/// back when it drops. The first protects its lookups; the second claims
+/// the word just given back (or another), and neither leaves it announced,
+/// so the teardown's flush drops the value.
 #[test]
-fn anonymous_guard_holds_reclamation_back() {
+fn guards_after_the_threads_exit_began_claim_and_give_back_a_word() {
     guard_race(step(|pool, r| {
-        let guard = crate::guard::pin_anonymously();
+        crate::announce::begin_exit();
+        let guard = pin();
         let found = pool.get(r.handle(0), &guard);
         record(r, found);
         record(r, found);
         drop(guard);
+        let again = pin();
+        let found = pool.get(r.handle(0), &again);
+        record(r, found);
+        drop(again);
     }))
-    .check("anonymous_guard_holds_reclamation_back");
+    .check("guards_after_the_threads_exit_began_claim_and_give_back_a_word");
 }

@@ -6,7 +6,10 @@
 //! Process-wide, because a guard belongs to no pool: one count of the
 //! batches every pool has sealed, and one word per thread that holds
 //! guards, in a list that only grows. A thread claims a word the first
-//! time it pins and gives it back when it exits, after its last guard.
+//! time it pins and gives it back when it exits, after its last guard. A
+//! thread that pins after its thread-locals began to be destroyed (nothing
+//! would give a word back at its exit then) claims one for each outermost
+//! guard and gives it back when that guard drops.
 
 use core::cell::Cell;
 use core::ptr;
@@ -30,28 +33,26 @@ struct Word {
     next: *const Word,
 }
 
-// SAFETY: `next` is written once, before the word is published by the
-// Release CAS in `claim_new`, and never again; the rest is atomics.
+// SAFETY: `next` is written only before the word is published by the
+// Release CAS in `claim_new`, and never after; the rest is atomics.
 unsafe impl Sync for Word {}
 
-/// The process-wide state: the seal count, the list of words, and the
-/// count of sections of threads that have no word.
+/// The process-wide state: the seal count and the list of words.
 struct Shared {
     /// `1 +` how many batches every pool has sealed; a batch's position is
-    /// the value this had just before its seal raised it.
+    /// the value this had just before its seal raised it. Only ever raised
+    /// by `fetch_add` (never stored to): the argument needs every write to
+    /// be a read-modify-write, so that a load reading any later value
+    /// synchronises with every seal before it.
     sealed: CachePadded<AtomicU64>,
     /// The most recently added word; words are never removed or freed.
     words: AtomicPtr<Word>,
-    /// Sections of threads that cannot own a word (their thread-locals
-    /// are being destroyed): while nonzero, nothing is reclaimed.
-    anonymous: AtomicU64,
 }
 
 #[cfg(not(all(test, handle_pool_loom)))]
 static SHARED: Shared = Shared {
     sealed: CachePadded::new(AtomicU64::new(1)),
     words: AtomicPtr::new(ptr::null_mut()),
-    anonymous: AtomicU64::new(0),
 };
 
 #[cfg(not(all(test, handle_pool_loom)))]
@@ -67,7 +68,6 @@ fn shared() -> &'static Shared {
         static ref SHARED: Shared = Shared {
             sealed: CachePadded::new(AtomicU64::new(1)),
             words: AtomicPtr::new(ptr::null_mut()),
-            anonymous: AtomicU64::new(0),
         };
     }
     &SHARED
@@ -80,9 +80,7 @@ struct Sections {
     depth: usize,
     /// The word the thread owns, once it has claimed one.
     word: Option<&'static Word>,
-    /// The outermost section is counted in `anonymous`, not announced.
-    anonymous: bool,
-    /// The thread's exit came while a guard was alive: the last one's
+    /// The thread's exit has begun (its `Claim` is gone): the last guard's
     /// drop gives the word back.
     exited: bool,
 }
@@ -91,7 +89,6 @@ impl Sections {
     const NONE: Sections = Sections {
         depth: 0,
         word: None,
-        anonymous: false,
         exited: false,
     };
 }
@@ -104,11 +101,10 @@ impl Drop for Claim {
     fn drop(&mut self) {
         let _ = SECTIONS.try_with(|sections| {
             let mut now = sections.get();
-            if now.depth == 0 || now.anonymous {
+            now.exited = true;
+            if now.depth == 0 {
                 now.word = None;
                 release(self.0);
-            } else {
-                now.exited = true;
             }
             sections.set(now);
         });
@@ -216,50 +212,43 @@ pub(crate) fn sealed_so_far() -> u64 {
 pub(crate) fn enter() {
     let mut now = sections();
     if now.depth == 0 {
-        let word = now.word.or_else(claim_first);
-        now = enter_outermost(now, word);
+        let word = match now.word {
+            Some(word) => word,
+            None => claim_outermost(&mut now),
+        };
+        now.word = Some(word);
+        announce(word);
     }
     now.depth += 1;
     set_sections(now);
 }
 
-/// For the loom models: enters as a thread that cannot own a word does
-/// (one whose thread-locals are being destroyed), with no section in
-/// progress.
-#[cfg(all(test, handle_pool_loom))]
-pub(crate) fn enter_anonymously() {
-    let mut now = sections();
-    assert_eq!(now.depth, 0, "anonymous only as the outermost section");
-    now = enter_outermost(now, None);
-    now.depth += 1;
-    set_sections(now);
-}
-
-/// The first guard of the thread: announces in the thread's word, or, if
-/// it cannot own one (`word` is `None`), counts itself in `anonymous`.
-#[inline]
-fn enter_outermost(mut now: Sections, word: Option<&'static Word>) -> Sections {
-    match word {
-        Some(word) => {
-            now.word = Some(word);
-            announce(word);
-        }
-        None => {
-            now.anonymous = true;
-            // SeqCst, then the fence: as `announce`'s store and fence.
-            shared().anonymous.fetch_add(1, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-        }
-    }
-    now
-}
-
-/// The thread's word, claimed on its first guard; `None` once its
-/// thread-locals are being destroyed (and it had no word before).
+/// The word for the thread's outermost guard when it has none: the one it
+/// claims for good on its first guard; or, once its exit has begun, one
+/// for this guard alone (`exited` says to give it back when it drops).
 #[cold]
 #[inline(never)]
-fn claim_first() -> Option<&'static Word> {
-    CLAIM.try_with(|claim| claim.0).ok()
+fn claim_outermost(now: &mut Sections) -> &'static Word {
+    if !now.exited {
+        if let Ok(word) = CLAIM.try_with(|claim| claim.0) {
+            return word;
+        }
+        now.exited = true;
+    }
+    claim()
+}
+
+/// For the loom models: makes the calling thread one whose exit has begun
+/// (as if its `Claim` had been dropped), with no guard alive.
+#[cfg(all(test, handle_pool_loom))]
+pub(crate) fn begin_exit() {
+    let mut now = sections();
+    assert_eq!(now.depth, 0, "no guard alive");
+    if let Some(word) = now.word.take() {
+        release(word);
+    }
+    now.exited = true;
+    set_sections(now);
 }
 
 /// Announces the seal count in `word` (see the argument in the docs).
@@ -288,11 +277,7 @@ pub(crate) fn leave() {
 
 #[inline]
 fn leave_outermost(mut now: Sections) -> Sections {
-    if now.anonymous {
-        now.anonymous = false;
-        // Release pairs with the Acquire load in `oldest_guard`.
-        shared().anonymous.fetch_sub(1, Ordering::Release);
-    } else if let Some(word) = now.word {
+    if let Some(word) = now.word {
         // Release pairs with the Acquire loads in `oldest_guard`: what the
         // guard's references were used for happens before a reclamation
         // that sees the word cleared (or announced anew) drops the values.
@@ -309,7 +294,7 @@ fn leave_outermost(mut now: Sections) -> Sections {
 /// sealed since it was pinned can be reclaimed (`Guard::repin`).
 pub(crate) fn renew() {
     let now = sections();
-    if now.depth == 1 && !now.anonymous {
+    if now.depth == 1 {
         if let Some(word) = now.word {
             announce(word);
         }
@@ -324,14 +309,9 @@ pub(crate) fn guarded_here() -> bool {
         .unwrap_or(false)
 }
 
-/// The oldest announcement of a guard alive (`u64::MAX` if none; `0`
-/// while an anonymous section is in progress). The caller has issued its
-/// `SeqCst` fence (see `Reclaimer::horizon`).
+/// The oldest announcement of a guard alive (`u64::MAX` if none). The
+/// caller has issued its `SeqCst` fence (see `Reclaimer::horizon`).
 pub(crate) fn oldest_guard() -> u64 {
-    // Acquire pairs with `leave_outermost`'s Release decrement.
-    if shared().anonymous.load(Ordering::Acquire) != 0 {
-        return 0;
-    }
     let mut oldest = u64::MAX;
     // Acquire pairs with the Release CAS in `claim_new`.
     let mut next = shared().words.load(Ordering::Acquire).cast_const();

@@ -70,20 +70,10 @@ impl Drop for Guard {
 /// ```
 #[inline]
 pub fn pin() -> Guard {
+    // crossbeam's pin first: should it panic, nothing is announced.
+    let inner = crossbeam_epoch::pin();
     crate::announce::enter();
-    Guard {
-        inner: crossbeam_epoch::pin(),
-    }
-}
-
-/// For the loom models: a guard pinned as a thread that cannot own a word
-/// pins one (see `announce::enter_anonymously`).
-#[cfg(all(test, handle_pool_loom))]
-pub(crate) fn pin_anonymously() -> Guard {
-    crate::announce::enter_anonymously();
-    Guard {
-        inner: crossbeam_epoch::pin(),
-    }
+    Guard { inner }
 }
 
 impl Guard {

@@ -180,9 +180,9 @@ impl Reclaimer {
     /// it holds a guard (its own, or an iteration's), is inside a one-call
     /// read of this pool, or is dropping values a reclamation took (whose
     /// batches nobody else can reclaim meanwhile). A thread whose number is
-    /// given back (it is running thread-local destructors) counts too: a
-    /// guard it pins then is anonymous, and holds every batch back. Waiting
-    /// for reclamation would then wait for itself.
+    /// given back (it is running thread-local destructors) counts too: it
+    /// may be inside a guard kept in a thread-local, or a destructor that
+    /// pinned. Waiting for reclamation would then wait for itself.
     pub(crate) fn held_back_here(&self) -> bool {
         let number = known_thread_id();
         number == usize::MAX
@@ -270,23 +270,26 @@ impl Reclaimer {
         }
         // AcqRel: the Acquire half pairs with `put`'s Release (see there).
         batches.lowest.swap(NONE_SEALED, Ordering::AcqRel);
-        let mut held = OwnedBatches::new();
+        let (mut held, mut ready) = (OwnedBatches::new(), OwnedBatches::new());
         for node in batches.sealed.take_all() {
             if node.era != self.era {
                 // Already reclaimed by an exclusive reclamation: discarded.
                 reclaimed.found = true;
-                continue;
-            }
-            if node.position >= horizon {
+            } else if node.position >= horizon {
                 // A reader that began before its seal may be in progress,
                 // or the batch was sealed after the horizon was read.
                 held.add(node);
-                continue;
+            } else {
+                ready.add(node);
             }
+        }
+        // Back on the list before any value's `Drop` runs: a `Drop` that
+        // blocks must not hide them from other threads meanwhile.
+        batches.put(held);
+        for node in TakenBatches::from(ready) {
             reclaimed.found = true;
             reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
         }
-        batches.put(held);
         reclaimed
     }
 
@@ -302,8 +305,8 @@ impl Reclaimer {
     }
 }
 
-/// Reclaims a batch whose grace period is over and that no one-call read
-/// holds back (see `Reclaimer::reclaim_ready`): drops the values, vacates
+/// Reclaims a batch no reader can still see (see
+/// `Reclaimer::reclaim_ready`): drops the values, vacates
 /// the slots, and returns `free` with the slots that became `FREE` in front.
 ///
 /// A batch of values without drop glue whose last slot is known is not
@@ -341,11 +344,12 @@ fn reclaim_batch<T>(
         // push and take.
         let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
         debug_assert_eq!(word.state(), State::Removed, "batch slot {index}");
-        // SAFETY: the slot is REMOVED and in a batch whose grace period is
-        // over, which no one-call read in progress began before (its position
-        // is below the horizon read after its take), and whose era is
-        // current: no reference to its value is left,
-        // and no one else reclaims it (each sealed batch is taken once, and an
+        // SAFETY: the slot is REMOVED, in a batch whose position is below
+        // the horizon `reclaim_ready` read (below the seal count it loaded,
+        // and below every announcement of a guard and of a one-call read of
+        // this pool), and whose era is current: no reference to its value
+        // is left (see "Grace by announcement" in the module docs), and no
+        // one else reclaims it (each sealed batch is taken once, and an
         // exclusive reclamation would have changed the era).
         let (vacant, panic) =
             unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
@@ -454,6 +458,14 @@ impl OwnedBatches {
     /// The lowest position (see `SealedNode::position`) held, if any.
     fn lowest_position(&self) -> Option<u64> {
         (!self.first.is_null()).then_some(self.lowest_position)
+    }
+}
+
+impl From<OwnedBatches> for TakenBatches {
+    /// The chain, to walk: built like a taken list.
+    fn from(mut batches: OwnedBatches) -> Self {
+        // `batches` then drops empty.
+        TakenBatches(core::mem::replace(&mut batches.first, ptr::null_mut()))
     }
 }
 
