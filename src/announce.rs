@@ -73,24 +73,27 @@ fn shared() -> &'static Shared {
     &SHARED
 }
 
-/// The calling thread's sections (guards alive, nested in any order).
-#[derive(Clone, Copy)]
+/// The calling thread's sections (guards alive, nested in any order). One
+/// cell per field, so each step reads and writes only what it needs.
 struct Sections {
     /// How many guards of this thread are alive.
-    depth: usize,
+    depth: Cell<usize>,
     /// The word the thread owns, once it has claimed one.
-    word: Option<&'static Word>,
+    word: Cell<Option<&'static Word>>,
     /// The thread's exit has begun (its `Claim` is gone): the last guard's
     /// drop gives the word back.
-    exited: bool,
+    exited: Cell<bool>,
 }
 
 impl Sections {
-    const NONE: Sections = Sections {
-        depth: 0,
-        word: None,
-        exited: false,
-    };
+    /// A thread's sections before its first guard.
+    const fn new() -> Sections {
+        Sections {
+            depth: Cell::new(0),
+            word: Cell::new(None),
+            exited: Cell::new(false),
+        }
+    }
 }
 
 /// Owns the thread's word from its claim to the thread's exit, when it
@@ -99,14 +102,12 @@ struct Claim(&'static Word);
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        let _ = SECTIONS.try_with(|sections| {
-            let mut now = sections.get();
-            now.exited = true;
-            if now.depth == 0 {
-                now.word = None;
+        let _ = SECTIONS.try_with(|now| {
+            now.exited.set(true);
+            if now.depth.get() == 0 {
+                now.word.set(None);
                 release(self.0);
             }
-            sections.set(now);
         });
     }
 }
@@ -115,24 +116,13 @@ impl Drop for Claim {
 std::thread_local! {
     /// Const and without drop glue: readable until the thread is gone,
     /// also from other thread-locals' destructors.
-    static SECTIONS: Cell<Sections> = const { Cell::new(Sections::NONE) };
+    static SECTIONS: Sections = const { Sections::new() };
     static CLAIM: Claim = Claim(claim());
 }
 #[cfg(all(test, handle_pool_loom))]
 loom::thread_local! {
-    static SECTIONS: Cell<Sections> = Cell::new(Sections::NONE);
+    static SECTIONS: Sections = Sections::new();
     static CLAIM: Claim = Claim(claim());
-}
-
-/// The calling thread's sections.
-#[inline(always)]
-fn sections() -> Sections {
-    SECTIONS.with(Cell::get)
-}
-
-#[inline(always)]
-fn set_sections(now: Sections) {
-    SECTIONS.with(|sections| sections.set(now));
 }
 
 /// Gives a word back; its owner has cleared it.
@@ -210,17 +200,17 @@ pub(crate) fn sealed_so_far() -> u64 {
 /// Enters a guard's section (see the state table in the reclamation docs).
 #[inline]
 pub(crate) fn enter() {
-    let mut now = sections();
-    if now.depth == 0 {
-        let word = match now.word {
-            Some(word) => word,
-            None => claim_outermost(&mut now),
-        };
-        now.word = Some(word);
-        announce(word);
-    }
-    now.depth += 1;
-    set_sections(now);
+    SECTIONS.with(|now| {
+        let depth = now.depth.get();
+        if depth == 0 {
+            let word = match now.word.get() {
+                Some(word) => word,
+                None => claim_outermost(now),
+            };
+            announce(word);
+        }
+        now.depth.set(depth + 1);
+    });
 }
 
 /// The word for the thread's outermost guard when it has none: the one it
@@ -228,27 +218,31 @@ pub(crate) fn enter() {
 /// for this guard alone (`exited` says to give it back when it drops).
 #[cold]
 #[inline(never)]
-fn claim_outermost(now: &mut Sections) -> &'static Word {
-    if !now.exited {
-        if let Ok(word) = CLAIM.try_with(|claim| claim.0) {
-            return word;
-        }
-        now.exited = true;
-    }
-    claim()
+fn claim_outermost(now: &Sections) -> &'static Word {
+    let kept = if now.exited.get() {
+        None
+    } else {
+        CLAIM.try_with(|claim| claim.0).ok()
+    };
+    let word = kept.unwrap_or_else(|| {
+        now.exited.set(true);
+        claim()
+    });
+    now.word.set(Some(word));
+    word
 }
 
 /// For the loom models: makes the calling thread one whose exit has begun
 /// (as if its `Claim` had been dropped), with no guard alive.
 #[cfg(all(test, handle_pool_loom))]
 pub(crate) fn begin_exit() {
-    let mut now = sections();
-    assert_eq!(now.depth, 0, "no guard alive");
-    if let Some(word) = now.word.take() {
-        release(word);
-    }
-    now.exited = true;
-    set_sections(now);
+    SECTIONS.with(|now| {
+        assert_eq!(now.depth.get(), 0, "no guard alive");
+        if let Some(word) = now.word.take() {
+            release(word);
+        }
+        now.exited.set(true);
+    });
 }
 
 /// Announces the seal count in `word` (see the argument in the docs).
@@ -266,46 +260,47 @@ fn announce(word: &Word) {
 /// Leaves a guard's section; the last one clears the announcement.
 #[inline]
 pub(crate) fn leave() {
-    let mut now = sections();
-    debug_assert!(now.depth > 0, "a guard's section left twice");
-    now.depth -= 1;
-    if now.depth == 0 {
-        now = leave_outermost(now);
-    }
-    set_sections(now);
+    SECTIONS.with(|now| {
+        let depth = now.depth.get();
+        debug_assert!(depth > 0, "a guard's section left twice");
+        now.depth.set(depth - 1);
+        if depth == 1 {
+            leave_outermost(now);
+        }
+    });
 }
 
 #[inline]
-fn leave_outermost(mut now: Sections) -> Sections {
-    if let Some(word) = now.word {
+fn leave_outermost(now: &Sections) {
+    if let Some(word) = now.word.get() {
         // Release pairs with the Acquire loads in `oldest_guard`: what the
         // guard's references were used for happens before a reclamation
         // that sees the word cleared (or announced anew) drops the values.
         word.announced.store(IDLE, Ordering::Release);
-        if now.exited {
-            now.word = None;
+        if now.exited.get() {
+            now.word.set(None);
             release(word);
         }
     }
-    now
 }
 
 /// Announces anew if this is the thread's only guard, so that batches
 /// sealed since it was pinned can be reclaimed (`Guard::repin`).
 pub(crate) fn renew() {
-    let now = sections();
-    if now.depth == 1 {
-        if let Some(word) = now.word {
-            announce(word);
+    SECTIONS.with(|now| {
+        if now.depth.get() == 1 {
+            if let Some(word) = now.word.get() {
+                announce(word);
+            }
         }
-    }
+    });
 }
 
 /// Whether the calling thread holds a guard.
 #[inline]
 pub(crate) fn guarded_here() -> bool {
     SECTIONS
-        .try_with(|sections| sections.get().depth > 0)
+        .try_with(|now| now.depth.get() > 0)
         .unwrap_or(false)
 }
 
