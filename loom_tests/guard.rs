@@ -10,37 +10,15 @@
 //! which reuses slot 0 if its batch was reclaimed: loom reports the drop or
 //! the new value's write if either races the reader's second read.
 
-use handle_pool::{pin, Config};
+use handle_pool::pin;
 
-use super::harness::{setup, step, teardown, Model, Recorder, Step, Tracked};
+use super::harness::{step, Model, Recorder, Step, Tracked};
+use super::read::{config, read_race, remover};
 
-/// A model of `reader` racing the removal, reclamation and reuse of value
-/// 0's slot; the teardown flushes and checks that value 0 was dropped
-/// exactly once. Batches of one (a removal seals at once), four stripes.
+/// A model of `reader` (on the main thread) racing the removal,
+/// reclamation and reuse of value 0's slot (see `read::read_race`).
 fn guard_race(reader: Step) -> Model {
-    Model {
-        config: Config {
-            stripes: 4,
-            ..Config::tiny(8, 1)
-        },
-        values: 2,
-        setup: setup(|pool, r| {
-            r.insert(pool, 0);
-        }),
-        threads: vec![
-            step(|pool, r| {
-                assert!(r.remove(pool, 0));
-                r.flush(pool);
-                r.insert(pool, 1);
-            }),
-            reader,
-        ],
-        teardown: teardown(|pool, r| {
-            r.flush(pool);
-            assert_eq!(r.log().drops(0), 1, "dropped once the guards are gone");
-            r.observe_all(pool);
-        }),
-    }
+    read_race(config(), 2, vec![remover(), reader])
 }
 
 /// Records a read of value 0 through `found`, checking it intact.

@@ -16,7 +16,7 @@ use super::harness::{setup, step, teardown, Model, Step};
 
 /// Batches of one (a removal seals at once), four stripes (so both threads
 /// have a word).
-fn config() -> Config {
+pub(super) fn config() -> Config {
     Config {
         stripes: 4,
         ..Config::tiny(8, 1)
@@ -25,7 +25,7 @@ fn config() -> Config {
 
 /// A model of a read of value 0 (inserted in the setup) racing `threads`;
 /// the teardown flushes and checks that value 0 was dropped exactly once.
-fn read_race(config: Config, values: usize, threads: Vec<Step>) -> Model {
+pub(super) fn read_race(config: Config, values: usize, threads: Vec<Step>) -> Model {
     Model {
         config,
         values,
@@ -41,6 +41,16 @@ fn read_race(config: Config, values: usize, threads: Vec<Step>) -> Model {
     }
 }
 
+/// Removes value 0, flushes (which seals and reclaims) and inserts value 1,
+/// which reuses slot 0 if its batch was reclaimed.
+pub(super) fn remover() -> Step {
+    step(|pool, r| {
+        assert!(r.remove(pool, 0));
+        r.flush(pool);
+        r.insert(pool, 1);
+    })
+}
+
 /// A one-call read of a value that another thread removes, reclaims and
 /// replaces in the same slot meanwhile: the read sees the value intact or
 /// not at all, and the value is dropped once, after the read.
@@ -50,11 +60,7 @@ fn one_call_read_racing_removal_reclamation_and_reuse() {
         config(),
         2,
         vec![
-            step(|pool, r| {
-                assert!(r.remove(pool, 0));
-                r.flush(pool);
-                r.insert(pool, 1);
-            }),
+            remover(),
             step(|pool, r| {
                 r.with(pool, 0);
             }),
@@ -114,11 +120,7 @@ fn one_call_read_of_a_thread_without_a_word_pins() {
             step(|pool, r| {
                 r.with(pool, 0);
             }),
-            step(|pool, r| {
-                assert!(r.remove(pool, 0));
-                r.flush(pool);
-                r.insert(pool, 1);
-            }),
+            remover(),
         ],
     )
     .check("one_call_read_of_a_thread_without_a_word_pins");

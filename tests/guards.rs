@@ -42,18 +42,19 @@ fn pool_with_one() -> (
     (pool, handle, dropped)
 }
 
-/// What the main thread does while the other thread's guard lives: removes
-/// the value, flushes, and checks the guard holds the drop back; then lets
-/// the other thread go on, joins it, flushes again and checks the value is
+/// Runs `thread` (given a sender to say it pinned and a receiver to wait
+/// on) on a new thread, and meanwhile removes a value, flushes, and checks
+/// that the other thread's guard holds the drop back; then lets the other
+/// thread go on, joins it, flushes again and checks that the value is
 /// dropped.
-fn remove_while_guarded(
-    pool: &HandlePool<Flagged>,
-    handle: handle_pool::Handle,
-    dropped: &AtomicBool,
-    pinned: &Receiver<()>,
-    go_on: &Sender<()>,
-    thread: std::thread::JoinHandle<()>,
+fn removed_while_another_thread_is_guarded(
+    thread: impl FnOnce(Sender<()>, Receiver<()>) + Send + 'static,
 ) {
+    let _serial = serial();
+    let (pool, handle, dropped) = pool_with_one();
+    let (pinned_tx, pinned) = channel();
+    let (go_on, go_on_rx) = channel::<()>();
+    let thread = std::thread::spawn(move || thread(pinned_tx, go_on_rx));
     pinned.recv().expect("the other thread pinned");
     assert!(pool.remove(handle));
     pool.flush();
@@ -79,25 +80,20 @@ fn a_guard_dropped_by_a_thread_local_destructor_protects_until_then() {
     thread_local! {
         static KEPT: RefCell<Option<Guard>> = const { RefCell::new(None) };
     }
-    let _serial = serial();
-    let (pool, handle, dropped) = pool_with_one();
-    let (pinned_tx, pinned) = channel();
-    let (go_on, go_on_rx) = channel::<()>();
-    let thread = std::thread::spawn(move || {
+    removed_while_another_thread_is_guarded(|pinned, go_on| {
         // Set up before the first guard.
         KEPT.with(|kept| assert!(kept.borrow().is_none()));
         let guard = pin();
-        pinned_tx.send(()).unwrap();
-        go_on_rx.recv().unwrap();
+        pinned.send(()).unwrap();
+        go_on.recv().unwrap();
         KEPT.with(|kept| *kept.borrow_mut() = Some(guard));
     });
-    remove_while_guarded(&pool, handle, &dropped, &pinned, &go_on, thread);
 }
 
 /// A guard pinned by a thread-local destructor that runs after the thread
 /// has given its word back (the thread's first guard came after this
-/// thread-local was set up): the guard cannot announce in a word, and must
-/// hold reclamation back all the same.
+/// thread-local was set up): it claims a word for itself, and holds
+/// reclamation back all the same.
 #[test]
 fn a_guard_pinned_by_a_late_thread_local_destructor_protects() {
     struct PinsOnDrop {
@@ -115,21 +111,11 @@ fn a_guard_pinned_by_a_late_thread_local_destructor_protects() {
     thread_local! {
         static LATE: RefCell<Option<PinsOnDrop>> = const { RefCell::new(None) };
     }
-    let _serial = serial();
-    let (pool, handle, dropped) = pool_with_one();
-    let (pinned_tx, pinned) = channel();
-    let (go_on, go_on_rx) = channel::<()>();
-    let thread = std::thread::spawn(move || {
-        LATE.with(|late| {
-            *late.borrow_mut() = Some(PinsOnDrop {
-                pinned: pinned_tx,
-                go_on: go_on_rx,
-            })
-        });
+    removed_while_another_thread_is_guarded(|pinned, go_on| {
+        LATE.with(|late| *late.borrow_mut() = Some(PinsOnDrop { pinned, go_on }));
         // The thread's first guard, after `LATE` was set up.
         drop(pin());
     });
-    remove_while_guarded(&pool, handle, &dropped, &pinned, &go_on, thread);
 }
 
 /// Guards on many short-lived threads, one after another and at once: the
