@@ -148,8 +148,5 @@ fn reclamations_racing_over_a_batch_a_read_holds_back() {
             }),
         ],
     )
-    .check_with_preemptions(
-        "reclamations_racing_over_a_batch_a_read_holds_back",
-        Some(1),
-    );
+    .check("reclamations_racing_over_a_batch_a_read_holds_back");
 }
