@@ -257,6 +257,26 @@ fn announce(word: &Word) {
     fence(Ordering::SeqCst);
 }
 
+/// A guard's section, left when this drops: what a [`Guard`](crate::Guard)
+/// holds, and what protects a one-call read of a thread with no word in
+/// the pool (see `Reclaimer::read`).
+pub(crate) struct Section(());
+
+impl Section {
+    #[inline]
+    pub(crate) fn enter() -> Section {
+        enter();
+        Section(())
+    }
+}
+
+impl Drop for Section {
+    #[inline]
+    fn drop(&mut self) {
+        leave();
+    }
+}
+
 /// Leaves a guard's section; the last one clears the announcement.
 #[inline]
 pub(crate) fn leave() {

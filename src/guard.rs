@@ -48,13 +48,8 @@ use core::ops::Deref;
 pub struct Guard {
     /// Pinned on the default collector, by construction (see [`pin`]).
     inner: crossbeam_epoch::Guard,
-}
-
-impl Drop for Guard {
-    #[inline]
-    fn drop(&mut self) {
-        crate::announce::leave();
-    }
+    /// The announcement every pool's reclamation respects.
+    _section: crate::announce::Section,
 }
 
 /// Protects the current thread's references into every pool, and pins it
@@ -72,8 +67,10 @@ impl Drop for Guard {
 pub fn pin() -> Guard {
     // crossbeam's pin first: should it panic, nothing is announced.
     let inner = crossbeam_epoch::pin();
-    crate::announce::enter();
-    Guard { inner }
+    Guard {
+        inner,
+        _section: crate::announce::Section::enter(),
+    }
 }
 
 impl Guard {

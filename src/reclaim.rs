@@ -132,28 +132,30 @@ impl Reclaimer {
 
     /// Runs the one-call read `read` protected: a reference to a value
     /// whose word `read` sees `OCCUPIED` stays valid until `read` returns.
-    /// Announces the read in the calling thread's word (see "One-call reads
-    /// announce instead of pinning" in the module docs), or pins when the
-    /// thread has none.
+    /// Announces the read in the calling thread's word in this pool (see
+    /// "One-call reads announce in the pool" in the module docs), or, when
+    /// the thread has none, in its guards' word.
     #[inline]
     pub(crate) fn read<R>(&self, read: impl FnOnce() -> R) -> R {
         match self.readers.words.get(known_thread_id()) {
             Some(word) => Self::read_announced(word, read),
-            None => self.read_first_or_pinned(read),
+            None => self.read_first_or_elsewhere(read),
         }
     }
 
     /// [`Reclaimer::read`] on a thread that has not taken its number yet
-    /// (it takes it here), or has no word: pinned for the call then. Out
-    /// of line, so the common path carries neither the registry nor a
-    /// guard to drop.
+    /// (it takes it here), or has no word in this pool (numbered past the
+    /// stripe count, or without a number): announced in the thread's
+    /// guards' word for the call then, as a guard would be, without
+    /// crossbeam's pin. Out of line, so the common path carries neither the
+    /// registry nor a section to drop.
     #[cold]
     #[inline(never)]
-    fn read_first_or_pinned<R>(&self, read: impl FnOnce() -> R) -> R {
+    fn read_first_or_elsewhere<R>(&self, read: impl FnOnce() -> R) -> R {
         match thread_id().and_then(|id| self.readers.words.get(id)) {
             Some(word) => Self::read_announced(word, read),
             None => {
-                let _pinned = self.pin();
+                let _section = announce::Section::enter();
                 read()
             }
         }
@@ -194,13 +196,6 @@ impl Reclaimer {
                 .get(number)
                 // Relaxed: only this thread writes its word.
                 .is_some_and(|word| word.load(Ordering::Relaxed) != IDLE)
-    }
-
-    /// A guard: the only protection a [`crate::Guard`] offers outside a
-    /// one-call read.
-    #[inline]
-    pub(crate) fn pin(&self) -> crate::Guard {
-        crate::pin()
     }
 
     /// Takes a batch of `stripe` just sealed: gives it its position (see
