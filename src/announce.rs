@@ -12,6 +12,7 @@
 //! guard and gives it back when that guard drops.
 
 use core::cell::Cell;
+use core::marker::PhantomData;
 use core::ptr;
 
 use crossbeam_utils::CachePadded;
@@ -260,13 +261,14 @@ fn announce(word: &Word) {
 /// A guard's section, left when this drops: what a [`Guard`](crate::Guard)
 /// holds, and what protects a one-call read of a thread with no word in
 /// the pool (see `Reclaimer::read`).
-pub(crate) struct Section(());
+/// Not `Send`: it must be left on the thread that entered it.
+pub(crate) struct Section(PhantomData<*const ()>);
 
 impl Section {
     #[inline]
     pub(crate) fn enter() -> Section {
         enter();
-        Section(())
+        Section(PhantomData)
     }
 }
 

@@ -162,11 +162,15 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 /// A raw cursor over a range of slots that splits in two.
 trait Cursor: Iterator<Item = (Handle, Self::Value)> + Send + Sized {
     type Value: Send;
+    /// Whether the values are borrowed under the caller's guard (see
+    /// `Producer::fold_with`).
+    const GUARDED: bool = false;
     fn split_off(&mut self) -> Option<Self>;
 }
 
 impl<'g, T: Sync> Cursor for Entries<'g, T> {
     type Value = &'g T;
+    const GUARDED: bool = true;
     fn split_off(&mut self) -> Option<Self> {
         Entries::split_off(self)
     }
@@ -204,6 +208,13 @@ impl<C: Cursor, H: PoolHandle + Send> UnindexedProducer for Producer<C, H> {
     }
 
     fn fold_with<F: Folder<Self::Item>>(self, folder: F) -> F {
+        // A worker visiting values under the caller's guard announces
+        // itself too, so that the pool knows it is held back here: the
+        // caller's guard (older than this announcement, so nothing more is
+        // held back) lasts until every part is done, and an insert from the
+        // user's closure that waited at the pool's bound for it would wait
+        // out its whole patience (see `RawPool::wait_at_bound`).
+        let _section = C::GUARDED.then(crate::announce::Section::enter);
         // A folder that stops early drops the cursor with the rest of its
         // range; a draining cursor then drops the values left in it.
         folder.consume_iter(
@@ -442,4 +453,28 @@ struct Inserted;
 
 impl Reducer<()> for Inserted {
     fn reduce(self, _left: (), _right: ()) {}
+}
+
+#[cfg(all(test, not(handle_pool_loom)))]
+mod tests {
+    use crate::HandlePool;
+    use rayon::prelude::*;
+
+    /// A worker visiting values under the caller's guard counts as holding
+    /// reclamation back (so an insert from the closure does not wait at the
+    /// bound for that guard); one visiting values exclusively does not.
+    #[test]
+    fn workers_visiting_under_a_guard_are_announced() {
+        let mut pool: HandlePool<u32> = (0..10_000).collect();
+        let guard = crate::pin();
+        assert!(pool
+            .par_iter(&guard)
+            .all(|_| crate::announce::guarded_here()));
+        drop(guard);
+        let on_other_threads = pool
+            .par_iter_mut()
+            .filter(|_| rayon::current_thread_index().is_some())
+            .all(|_| !crate::announce::guarded_here());
+        assert!(on_other_threads, "an exclusive iteration announced itself");
+    }
 }

@@ -587,9 +587,10 @@ impl<T> RawPool<T> {
     /// taking one core 8 ms in 20, two threads passed the bound in 14 runs
     /// of 100: BENCHES.md, "Sleeping at the bound"); a nap does. A calling
     /// thread that holds reclamation back itself does not wait (see
-    /// `Reclaimer::held_back_here`). Nor can a wait see a thread that
-    /// holds a guard until this one finishes (a `par_iter` whose workers
-    /// insert): the patience bounds that. A guard held longer than the
+    /// `Reclaimer::held_back_here`; a `par_iter`'s worker counts, since its
+    /// caller's guard lasts until the worker is done). Nor can a wait see
+    /// another thread that holds a guard until this one finishes (a scoped
+    /// thread spawned under a guard): the patience bounds that. A guard held longer than the
     /// patience is the `R × P` of the documented bound, not a stall to ride
     /// out: a wait that runs out lets the pool grow to twice its slots in
     /// use before anyone waits again: waits run out once per doubling (22
