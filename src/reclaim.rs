@@ -10,7 +10,7 @@ use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
 use crate::sync::{
-    fence, known_thread_id, thread_id, AtomicPtr, AtomicU64, DroppingReclaimed, Ordering,
+    fence, known_thread_id, thread_id, AtomicPtr, AtomicU64, DroppingReclaimed, Ordering, NO_NUMBER,
 };
 
 /// The reclamation state of one pool.
@@ -187,7 +187,7 @@ impl Reclaimer {
     /// pinned. Waiting for reclamation would then wait for itself.
     pub(crate) fn held_back_here(&self) -> bool {
         let number = known_thread_id();
-        number == usize::MAX
+        number == NO_NUMBER
             || announce::guarded_here()
             || DroppingReclaimed::here()
             || self

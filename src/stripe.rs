@@ -233,7 +233,7 @@ impl Stripes {
     #[inline(always)]
     pub(crate) fn own_magazine(&self) -> Option<(StripeIndex, &Magazine)> {
         // A thread without a number (not taken yet, or given back while its
-        // thread-locals are destroyed) reads `usize::MAX`, past every stripe.
+        // thread-locals are destroyed) reads `NO_NUMBER`, past every stripe.
         let id = known_thread_id();
         if id < self.owners {
             // SAFETY: `owners` is `0` or the stripe count, so `id` is a

@@ -93,7 +93,12 @@ pub(crate) fn thread_id() -> Option<usize> {
     }
 }
 
-/// The calling thread's number if it has taken one, `usize::MAX` if not:
+/// What [`known_thread_id`] answers for a thread that has no number (not
+/// taken yet, or given back while its thread-locals are destroyed): past
+/// every stripe and every word.
+pub(crate) const NO_NUMBER: usize = usize::MAX;
+
+/// The calling thread's number if it has taken one, [`NO_NUMBER`] if not:
 /// one load, where [`thread_id`] checks a lazy thread-local and takes a
 /// number on first use. For paths that fall back to `thread_id` when the
 /// answer is out of their range.
@@ -105,7 +110,7 @@ pub(crate) fn known_thread_id() -> usize {
     }
     #[cfg(all(test, handle_pool_loom))]
     {
-        thread_id().unwrap_or(usize::MAX)
+        thread_id().unwrap_or(NO_NUMBER)
     }
 }
 
@@ -186,9 +191,8 @@ mod registry {
         }
     }
 
-    /// [`NUMBER`] while the thread has no number (the `usize::MAX` of
-    /// [`super::known_thread_id`]).
-    pub(super) const NONE: usize = usize::MAX;
+    /// [`NUMBER`] while the thread has no number.
+    pub(super) const NONE: usize = super::NO_NUMBER;
 
     std::thread_local! {
         pub(super) static ID: Id = Id::take();
