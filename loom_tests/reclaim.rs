@@ -101,7 +101,7 @@ fn free_list_pop_is_aba_safe_against_a_batch_splice() {
 /// An exclusive `reclaim` frees a removed slot at once, while its batch is
 /// sealed and waiting; the slot is reused. Two inserts then race, each
 /// reclaiming whatever is sealed: the old batch must never be reclaimed
-/// again (its era is over), which would drop the new occupant and free its
+/// again (`reclaim` discarded it), which would drop the new occupant and free its
 /// slot under it.
 #[test]
 fn batch_sealed_before_exclusive_reclaim_is_discarded() {

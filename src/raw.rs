@@ -1166,8 +1166,8 @@ impl<T> RawPool<T> {
     /// (`clear` and the pool's drop), in the same pass. Every value is
     /// dropped, even if some `Drop` panics; returns the first such panic.
     pub(crate) fn reclaim_all(&mut self, live: bool) -> Option<Panic> {
-        // Batches sealed before this point are reclaimed here; should one
-        // be found later, its era says so.
+        // Batches sealed before this point are discarded: their slots are
+        // found by the scan below.
         self.reclaimer.begin_exclusive();
         for stripe in self.stripes.all_from(self.stripes.home()) {
             // Their slots are found by the scan below.
@@ -1196,8 +1196,8 @@ impl<T> RawPool<T> {
             }
             // SAFETY: the value is initialised (REMOVED or OCCUPIED), and
             // `&mut self` proves no reference to it is left; a REMOVED slot's
-            // batch, wherever it is, belongs to an earlier era now and will
-            // not be reclaimed again.
+            // batch, wherever it was (being filled, or sealed), was discarded
+            // above and will not be reclaimed again.
             let (vacant, panic) =
                 unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
             if vacant.state() == State::Free {

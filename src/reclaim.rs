@@ -17,12 +17,9 @@ use crate::sync::{
 pub(crate) struct Reclaimer {
     /// Each stripe's sealed batches.
     stripes: Box<[CachePadded<StripeBatches>]>,
-    /// The one-call reads' announcements (see "One-call reads announce
-    /// instead of pinning" in the module docs).
+    /// The one-call reads' announcements (see "One-call reads announce in
+    /// the pool" in the module docs).
     readers: Readers,
-    /// Bumped by every exclusive reclamation; recorded in every batch.
-    /// Written only through `&mut self`, so a plain number.
-    era: u64,
 }
 
 /// The one-call reads' announcements of one pool.
@@ -107,8 +104,7 @@ impl StripeBatches {
 
 /// What a reclamation of a stripe's batches got.
 pub(crate) struct Reclaimed {
-    /// Whether any batch was reclaimed (or discarded, being of an earlier
-    /// era).
+    /// Whether any batch was reclaimed.
     pub(crate) found: bool,
     /// The slots that became free, for the caller to push on a free list.
     pub(crate) free: Option<Chain>,
@@ -126,7 +122,6 @@ impl Reclaimer {
                 })
                 .collect(),
             readers: Readers::new(stripes),
-            era: 0,
         }
     }
 
@@ -207,7 +202,6 @@ impl Reclaimer {
         sealed.add(Box::new(SealedNode {
             batch,
             position,
-            era: self.era,
             next: AtomicPtr::new(ptr::null_mut()),
         }));
         self.stripes[stripe.get()].put(sealed);
@@ -242,8 +236,7 @@ impl Reclaimer {
     /// ones as one chain for the caller to push. The others go back on the
     /// sealed list. Costs one load when nothing is sealed, and a fence and
     /// a load per announcement otherwise, so callers need no check of their
-    /// own. Batches of an earlier era are discarded unread. A value's
-    /// `Drop` panicking here is discarded.
+    /// own. A value's `Drop` panicking here is discarded.
     pub(crate) fn reclaim_ready<T>(
         &self,
         stripe: StripeIndex,
@@ -267,10 +260,7 @@ impl Reclaimer {
         batches.lowest.swap(NONE_SEALED, Ordering::AcqRel);
         let (mut held, mut ready) = (OwnedBatches::new(), OwnedBatches::new());
         for node in batches.sealed.take_all() {
-            if node.era != self.era {
-                // Already reclaimed by an exclusive reclamation: discarded.
-                reclaimed.found = true;
-            } else if node.position >= horizon {
+            if node.position >= horizon {
                 // A reader that began before its seal may be in progress,
                 // or the batch was sealed after the horizon was read.
                 held.add(node);
@@ -288,11 +278,10 @@ impl Reclaimer {
         reclaimed
     }
 
-    /// Exclusive reclamation begins: every batch sealed so far belongs to an
-    /// earlier era from now on, and is discarded (the caller finds their
-    /// slots by scanning).
+    /// Exclusive reclamation begins: every batch sealed so far is discarded
+    /// (the caller finds their slots by scanning). `&mut self`: no sealer
+    /// or reclaimer runs, so none is pushed back later.
     pub(crate) fn begin_exclusive(&mut self) {
-        self.era += 1;
         for batches in self.stripes.iter() {
             batches.sealed.take_all().for_each(drop);
             batches.lowest.store(NONE_SEALED, Ordering::Relaxed);
@@ -342,10 +331,10 @@ fn reclaim_batch<T>(
         // SAFETY: the slot is REMOVED, in a batch whose position is below
         // the horizon `reclaim_ready` read (below the seal count it loaded,
         // and below every announcement of a guard and of a one-call read of
-        // this pool), and whose era is current: no reference to its value
-        // is left (see "Grace by announcement" in the module docs), and no
-        // one else reclaims it (each sealed batch is taken once, and an
-        // exclusive reclamation would have changed the era).
+        // this pool): no reference to its value is left (see "Grace by
+        // announcement" in the module docs), and no one else reclaims it
+        // (each sealed batch is taken once, and an exclusive reclamation
+        // discards every sealed batch under `&mut`, when none is taken).
         let (vacant, panic) =
             unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
         // Not the inserting caller's business: see the module docs.
@@ -364,8 +353,6 @@ struct SealedNode {
     /// Its place in the order every pool's batches were sealed, for the
     /// announcements (see `announce::seal_position`).
     position: u64,
-    /// The reclaimer's era when the batch was sealed.
-    era: u64,
     next: AtomicPtr<SealedNode>,
 }
 
