@@ -475,9 +475,10 @@ impl<T> RawPool<T> {
     /// nothing reusable is ready.
     ///
     /// The home stripe comes first: its sealed batches no reader holds
-    /// back. That touches no other stripe's cache line, so under churn every thread recycles its own
-    /// slots without pulling the others' lines away from them. Only then the
-    /// other stripes, quiet ones first (see the `stripe` module docs).
+    /// back. That touches no other stripe's cache line, so under churn
+    /// every thread recycles its own slots without pulling the others'
+    /// lines away from them. Only then the other stripes, quiet ones first
+    /// (see the `stripe` module docs).
     #[cold]
     fn acquire_slow(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         if let Some(found) = self.find_reusable(home) {
@@ -1522,9 +1523,10 @@ impl<'g, T> Iterator for Entries<'g, T> {
     fn next(&mut self) -> Option<Self::Item> {
         let (handle, slot) = self.0.next()?;
         // SAFETY: the word was OCCUPIED (an Acquire load), so the value is
-        // initialised; the guard given to `entries` and borrowed for 'g was
-        // pinned before that load (on this thread, or on the thread that
-        // handed this part over), so the value outlives 'g even if removed.
+        // initialised; the guard given to `entries` and borrowed for 'g
+        // announced before that load (on this thread, or on the thread that
+        // handed this part over, which is all the argument of `reclaim.md`
+        // needs), so the value outlives 'g even if removed.
         Some((handle, unsafe { slot.value_ref() }))
     }
 
