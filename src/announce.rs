@@ -19,7 +19,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::sync::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-/// A word while its thread holds no guard (and what `SEALED` never is).
+/// A word while its reader is in no protected section (and what the seal
+/// count never is).
 pub(crate) const IDLE: u64 = 0;
 
 /// One thread's announcement, on the list of words.
@@ -136,23 +137,28 @@ fn release(word: &Word) {
 /// A word nobody owns, claimed for the calling thread: a given-back one
 /// if any, else a new one.
 fn claim() -> &'static Word {
-    let mut next = shared().words.load(Ordering::Acquire);
-    while !next.is_null() {
-        // SAFETY: words are never freed; the Acquire loads of the list's
-        // head (here and in `claim_new`) pair with the Release CAS that
-        // published each word, so its `next` is initialised.
-        let word = unsafe { &*next };
-        // Acquire pairs with the previous owner's Release in `release`.
-        if word
-            .claimed
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            return word;
-        }
-        next = word.next.cast_mut();
-    }
-    claim_new()
+    words()
+        .find(|word| {
+            // Acquire pairs with the previous owner's Release in `release`.
+            word.claimed
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })
+        .unwrap_or_else(claim_new)
+}
+
+/// Every word on the list, the newest first.
+fn words() -> impl Iterator<Item = &'static Word> {
+    // Acquire pairs with the Release CAS in `claim_new`.
+    let head = shared().words.load(Ordering::Acquire).cast_const();
+    core::iter::successors(
+        // SAFETY: words are never freed, and the Acquire load above (or
+        // the one in `claim_new` before our CAS) pairs with the Release CAS
+        // that published each word, whose `next` was written before it.
+        unsafe { head.as_ref() },
+        // SAFETY: as above: `next` is a published word or null.
+        |word| unsafe { word.next.as_ref() },
+    )
 }
 
 /// A new word, claimed, pushed on the list; never freed.
@@ -168,8 +174,8 @@ fn claim_new() -> &'static Word {
         // SAFETY: `word` came from `Box::into_raw` above and nobody else
         // sees it until the CAS below succeeds.
         unsafe { (*word).next = head };
-        // Release pairs with the Acquire loads of the head in `claim` and
-        // `oldest_guard`: the word is initialised before it is seen.
+        // Release pairs with the Acquire load of the head in `words`: the
+        // word is initialised before it is seen.
         match shared()
             .words
             .compare_exchange_weak(head, word, Ordering::Release, Ordering::Acquire)
@@ -208,7 +214,7 @@ pub(crate) fn enter() {
                 Some(word) => word,
                 None => claim_outermost(now),
             };
-            announce(word);
+            announce(&word.announced);
         }
         now.depth.set(depth + 1);
     });
@@ -246,22 +252,44 @@ pub(crate) fn begin_exit() {
     });
 }
 
-/// Announces the seal count in `word` (see the argument in the docs).
+/// Announces the seal count in `word`, a guard's or a one-call read's (see
+/// the argument in the docs): the reader loads no slot before this returns.
 #[inline(always)]
-fn announce(word: &Word) {
-    let sealed = sealed_so_far();
-    // Release pairs with the reclaimer's Acquire loads in `oldest_guard`.
-    word.announced.store(sealed, Ordering::Release);
+pub(crate) fn announce(word: &AtomicU64) {
+    // Release pairs with the reclaimer's Acquire loads in `oldest`.
+    word.store(sealed_so_far(), Ordering::Release);
     // SeqCst pairs with the reclaimer's fence (`Reclaimer::horizon`):
-    // either its load sees this announcement, or this thread's slot loads
+    // either its load sees this announcement, or this reader's slot loads
     // see every removal that happened before its fence.
     fence(Ordering::SeqCst);
 }
 
+/// Clears `word` when its reader's protected section ends.
+#[inline(always)]
+pub(crate) fn clear(word: &AtomicU64) {
+    // Release pairs with the Acquire loads in `oldest`: what the reader
+    // did with its references happens before a reclamation that sees the
+    // word cleared (or announced anew) drops the values.
+    word.store(IDLE, Ordering::Release);
+}
+
+/// The oldest announcement among `words` (`u64::MAX` if none). The caller
+/// has issued its `SeqCst` fence (see `Reclaimer::horizon`).
+pub(crate) fn oldest<'a>(words: impl IntoIterator<Item = &'a AtomicU64>) -> u64 {
+    words
+        .into_iter()
+        // Acquire pairs with the Release stores of `announce` and `clear`:
+        // a section seen over is over before what the caller does next.
+        .map(|word| word.load(Ordering::Acquire))
+        .filter(|&announced| announced != IDLE)
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
 /// A guard's section, left when this drops: what a [`Guard`](crate::Guard)
 /// holds, and what protects a one-call read of a thread with no word in
-/// the pool (see `Reclaimer::read`).
-/// Not `Send`: it must be left on the thread that entered it.
+/// the pool (see `Reclaimer::read`). Not `Send`: it must be left on the
+/// thread that entered it.
 pub(crate) struct Section(PhantomData<*const ()>);
 
 impl Section {
@@ -295,10 +323,7 @@ pub(crate) fn leave() {
 #[inline]
 fn leave_outermost(now: &Sections) {
     if let Some(word) = now.word.get() {
-        // Release pairs with the Acquire loads in `oldest_guard`: what the
-        // guard's references were used for happens before a reclamation
-        // that sees the word cleared (or announced anew) drops the values.
-        word.announced.store(IDLE, Ordering::Release);
+        clear(&word.announced);
         if now.exited.get() {
             now.word.set(None);
             release(word);
@@ -312,7 +337,7 @@ pub(crate) fn renew() {
     SECTIONS.with(|now| {
         if now.depth.get() == 1 {
             if let Some(word) = now.word.get() {
-                announce(word);
+                announce(&word.announced);
             }
         }
     });
@@ -329,19 +354,5 @@ pub(crate) fn guarded_here() -> bool {
 /// The oldest announcement of a guard alive (`u64::MAX` if none). The
 /// caller has issued its `SeqCst` fence (see `Reclaimer::horizon`).
 pub(crate) fn oldest_guard() -> u64 {
-    let mut oldest = u64::MAX;
-    // Acquire pairs with the Release CAS in `claim_new`.
-    let mut next = shared().words.load(Ordering::Acquire).cast_const();
-    while !next.is_null() {
-        // SAFETY: as in `claim`.
-        let word = unsafe { &*next };
-        // Acquire pairs with the owner's Release stores (`announce`,
-        // `leave_outermost`): a guard seen dropped is over.
-        let announced = word.announced.load(Ordering::Acquire);
-        if announced != IDLE {
-            oldest = oldest.min(announced);
-        }
-        next = word.next;
-    }
-    oldest
+    oldest(words().map(|word| &*word.announced))
 }

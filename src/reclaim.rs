@@ -37,10 +37,7 @@ struct Announced<'a>(&'a AtomicU64);
 impl Drop for Announced<'_> {
     #[inline]
     fn drop(&mut self) {
-        // Release pairs with the Acquire loads in `Readers::oldest`: what
-        // this read did with the value happens before a reclamation that
-        // sees the word cleared (or announced again) drops it.
-        self.0.store(IDLE, Ordering::Release);
+        announce::clear(self.0);
     }
 }
 
@@ -56,14 +53,7 @@ impl Readers {
     /// The oldest announcement of a one-call read in progress (`u64::MAX`
     /// if none). The caller has issued its `SeqCst` fence.
     fn oldest(&self) -> u64 {
-        self.words
-            .iter()
-            // Acquire pairs with the reader's Release stores: a read that
-            // left (or announced again) is over before what we do next.
-            .map(|word| word.load(Ordering::Acquire))
-            .filter(|&announced| announced != IDLE)
-            .min()
-            .unwrap_or(u64::MAX)
+        announce::oldest(self.words.iter().map(|word| &**word))
     }
 }
 
@@ -165,11 +155,8 @@ impl Reclaimer {
         if word.load(Ordering::Relaxed) != IDLE {
             return read();
         }
-        // Release: see `Announced::drop`.
-        word.store(announce::sealed_so_far(), Ordering::Release);
+        announce::announce(word);
         let _announced = Announced(word);
-        // SeqCst pairs with the reclaimer's fence in `Reclaimer::horizon`.
-        fence(Ordering::SeqCst);
         read()
     }
 
@@ -220,10 +207,9 @@ impl Reclaimer {
     /// read of this pool in progress.
     fn horizon(&self) -> u64 {
         let sealed = announce::sealed_so_far();
-        // SeqCst pairs with the fences of `announce::announce` and
-        // `read_announced`: either a load below sees a reader's
-        // announcement, or the reader's slot loads see every removal that
-        // happened before this fence.
+        // SeqCst pairs with the fence of `announce::announce`: either a load
+        // below sees a reader's announcement, or the reader's slot loads
+        // see every removal that happened before this fence.
         fence(Ordering::SeqCst);
         sealed
             .min(announce::oldest_guard())
