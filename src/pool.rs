@@ -141,10 +141,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// ```
     #[inline]
     pub fn insert(&self, value: T) -> H {
-        match self.try_insert(value) {
-            Ok(handle) => handle,
-            Err(_) => pool_is_full(),
-        }
+        H::from_handle(self.raw.insert_or(value, pool_is_full))
     }
 
     /// Inserts a value, or gives it back if the pool is full.

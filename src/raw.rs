@@ -323,6 +323,28 @@ impl<T> RawPool<T> {
         }
     }
 
+    /// [`insert`](Self::insert) for a caller to whom a full pool is fatal:
+    /// calls `full` (which panics) instead of giving the value back. No
+    /// `Result` to branch on after the common case, and the uncommon one is
+    /// a tail call, so the inline part saves no register.
+    #[inline]
+    pub(crate) fn insert_or(&self, value: T, full: fn() -> !) -> Handle {
+        match self.pop_own() {
+            Some(acquired) => publish(acquired, value),
+            None => self.insert_slow_or(value, full),
+        }
+    }
+
+    /// [`insert_or`](Self::insert_or) when [`pop_own`](Self::pop_own) found
+    /// nothing.
+    #[inline(never)]
+    fn insert_slow_or(&self, value: T, full: fn() -> !) -> Handle {
+        match self.insert_slow(value) {
+            Ok(handle) => handle,
+            Err(_) => full(),
+        }
+    }
+
     /// [`insert`](Self::insert) when [`pop_own`](Self::pop_own) found nothing.
     #[inline(never)]
     fn insert_slow(&self, value: T) -> Result<Handle, T> {
@@ -959,12 +981,17 @@ impl<T> RawPool<T> {
     ///
     /// As in [`insert`](Self::insert), the inline part keeps nothing live
     /// across a call: it is a magazine owner's removal, and every other
-    /// case is a call it returns from at once.
+    /// case is a call it returns from at once. The slot is found first and
+    /// removed from in one place: passed to `Storage::find` as a closure,
+    /// the removal was copied into both of its branches and, too big to
+    /// inline twice, left as a call of its own in callers that were not
+    /// one tight loop (BENCHES.md, "No call inside a call").
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
-        self.storage
-            .find(handle.index(), |slot| Some(self.remove_at(slot, handle)))
-            .unwrap_or(false)
+        match self.storage.get(handle.index()) {
+            Some(slot) => self.remove_at(slot, handle),
+            None => false,
+        }
     }
 
     /// [`remove`](Self::remove) of the value in `slot`, the slot of
