@@ -979,15 +979,34 @@ impl<T> RawPool<T> {
     /// Removes the value `handle` refers to; `false` if it was not there.
     /// The value is dropped, and the slot reused, after the grace period.
     ///
-    /// As in [`insert`](Self::insert), the inline part keeps nothing live
-    /// across a call: it is a magazine owner's removal, and every other
-    /// case is a call it returns from at once. The slot is found first and
-    /// removed from in one place: passed to `Storage::find` as a closure,
-    /// the removal was copied into both of its branches and, too big to
-    /// inline twice, left as a call of its own in callers that were not
-    /// one tight loop (BENCHES.md, "No call inside a call").
+    /// The inline part is the common case only: a live occupant in the flat
+    /// region, removed by the owner of a magazine here. Every other case
+    /// (a stale handle, a bucket, a retiring slot, no magazine or a revoked
+    /// one) is one cold call that starts over. So the inline part keeps
+    /// nothing live across a call, and is small enough for the compiler to
+    /// inline where a call site is not one tight loop (BENCHES.md, "No
+    /// call inside a call").
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
+        if let Some(slot) = self.storage.flat_slot(handle.index()) {
+            // A plain load first: a stale handle costs no write to the line.
+            if slot.word.load(Ordering::Relaxed) == SlotWord::occupied(handle).to_bits()
+                && !self.retires_on_removal(handle)
+            {
+                if let Some((home, magazine)) = self.stripes.own_magazine() {
+                    if let Some(section) = magazine.enter() {
+                        return self.remove_into(section, home, slot, handle);
+                    }
+                }
+            }
+        }
+        self.remove_slow(handle)
+    }
+
+    /// [`remove`](Self::remove) in every case but the common one.
+    #[cold]
+    #[inline(never)]
+    fn remove_slow(&self, handle: Handle) -> bool {
         match self.storage.get(handle.index()) {
             Some(slot) => self.remove_at(slot, handle),
             None => false,
