@@ -310,3 +310,79 @@ fn insert_many_with_a_panicking_from_handle_keeps_the_pool_consistent() {
     drop(pool);
     assert_eq!(alive.count(), 0);
 }
+
+/// Every handle a lookup could confuse with `h`: the same generation at the
+/// index with one bit flipped (so one of them aliases `h`'s slot under any
+/// power-of-two mask a probe uses), and at indices spread over the whole
+/// range (reading pages of the flat region never committed).
+fn forgeries_of(h: Handle) -> impl Iterator<Item = Handle> {
+    let flips = (0..32).map(move |bit| h.index() ^ (1 << bit));
+    let spread = (0..64u64).map(|k| ((k * 0x0400_0000 + k * 7919) % u64::from(u32::MAX)) as u32);
+    flips
+        .chain(spread)
+        .filter(move |&index| index != h.index())
+        .filter_map(move |index| {
+            Handle::from_bits(u64::from(h.generation()) << 32 | u64::from(index))
+        })
+}
+
+/// Checks that `live` resolve to their values and that no forgery of any
+/// of them resolves, or removes anything.
+fn forgeries_resolve_to_nothing(pool: &HandlePool<u64>, live: &[(Handle, u64)]) {
+    for &(h, _) in live {
+        for forged in forgeries_of(h) {
+            if live.iter().any(|&(l, _)| l == forged) {
+                continue;
+            }
+            assert!(
+                !pool.contains(forged),
+                "{forged:?} forged from {h:?} resolved"
+            );
+            assert_eq!(pool.get_cloned(forged), None);
+            assert!(pool.with(forged, |_| ()).is_none());
+            assert!(
+                !pool.remove(forged),
+                "{forged:?} forged from {h:?} removed something"
+            );
+        }
+    }
+    for &(h, v) in live {
+        assert_eq!(
+            pool.get_cloned(h),
+            Some(v),
+            "{h:?} lost its value to a forgery"
+        );
+    }
+}
+
+#[test]
+fn forged_handles_aliasing_live_slots_resolve_to_nothing() {
+    let pool = HandlePool::new();
+    let live: Vec<(Handle, u64)> = (0..300).map(|v| (pool.insert(v), v)).collect();
+    forgeries_resolve_to_nothing(&pool, &live);
+    assert_eq!(pool.len(), 300);
+}
+
+#[test]
+fn forged_handles_resolve_to_nothing_when_slots_live_in_buckets() {
+    // A flat region of 16 slots: the rest live in buckets, whose handles a
+    // probe never finds; and no region at all (every lookup probes the
+    // sentinel first).
+    for flat_slots in [16, 0] {
+        let pool = HandlePool::with_config(handle_pool::Config {
+            flat_slots,
+            ..handle_pool::Config::default()
+        });
+        let live: Vec<(Handle, u64)> = (0..300).map(|v| (pool.insert(v), v)).collect();
+        assert!(live.iter().any(|(h, _)| h.index() >= 16));
+        forgeries_resolve_to_nothing(&pool, &live);
+        for (h, v) in live.iter().step_by(3) {
+            assert!(
+                pool.remove(*h),
+                "a bucket slot's handle did not remove ({flat_slots} flat slots, value {v})"
+            );
+            assert!(!pool.contains(*h));
+        }
+        assert_eq!(pool.len(), 200);
+    }
+}
