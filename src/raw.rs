@@ -217,34 +217,25 @@ impl<T> RawPool<T> {
 
     /// `found` of the slot `handle` names, if it holds the occupant the
     /// handle was made for. Every lookup goes through here.
-    ///
-    /// The probed slot is read with no bound checked: a word equal to the
-    /// handle is the handle's own slot (`Storage::probe`). A miss is final
-    /// when the probe read the index's own slot, and otherwise looks in the
-    /// buckets.
     #[inline(always)]
     fn find_occupied<'a, R>(
         &'a self,
         handle: Handle,
         found: impl FnOnce(&'a Slot<T>) -> R,
     ) -> Option<R> {
-        let slot = self.storage.probe(handle.index());
-        // Acquire pairs with the Release store in `publish`, so the value is
-        // visible once the word matches.
-        if slot.word.load(Ordering::Acquire) == SlotWord::occupied(handle).to_bits() {
-            return Some(found(slot));
-        }
-        // A stale or forged handle, or one of a bucket: laid out off the hit
-        // path, which then runs with no taken branch (BENCHES.md, "Misses
-        // off the hit path").
-        cold_path();
-        if self.storage.probes_own_slot(handle.index()) {
-            return None;
-        }
         self.storage.find(handle.index(), |slot| {
-            // Acquire: as above.
+            // Acquire pairs with the Release store in `publish`, so the value
+            // is visible once the word matches.
             let word = slot.word.load(Ordering::Acquire);
-            (word == SlotWord::occupied(handle).to_bits()).then(|| found(slot))
+            if word == SlotWord::occupied(handle).to_bits() {
+                Some(found(slot))
+            } else {
+                // A stale or forged handle: laid out off the hit path, which
+                // then runs with no taken branch (BENCHES.md, "Misses off the
+                // hit path").
+                cold_path();
+                None
+            }
         })
     }
 
@@ -989,8 +980,7 @@ impl<T> RawPool<T> {
     /// The value is dropped, and the slot reused, after the grace period.
     ///
     /// The inline part is the common case only: a live occupant in the flat
-    /// region (found by `Storage::probe`, as a lookup finds it), removed by
-    /// the owner of a magazine here. Every other case
+    /// region, removed by the owner of a magazine here. Every other case
     /// (a stale handle, a bucket, a retiring slot, no magazine or a revoked
     /// one) is one cold call that starts over. So the inline part keeps
     /// nothing live across a call, and is small enough for the compiler to
@@ -998,15 +988,15 @@ impl<T> RawPool<T> {
     /// call inside a call").
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
-        let slot = self.storage.probe(handle.index());
-        // A plain load first: a stale handle costs no write to the line. A
-        // match means `slot` is the handle's own (see `Storage::probe`).
-        if slot.word.load(Ordering::Relaxed) == SlotWord::occupied(handle).to_bits()
-            && !self.retires_on_removal(handle)
-        {
-            if let Some((home, magazine)) = self.stripes.own_magazine() {
-                if let Some(section) = magazine.enter() {
-                    return self.remove_into(section, home, slot, handle);
+        if let Some(slot) = self.storage.flat_slot(handle.index()) {
+            // A plain load first: a stale handle costs no write to the line.
+            if slot.word.load(Ordering::Relaxed) == SlotWord::occupied(handle).to_bits()
+                && !self.retires_on_removal(handle)
+            {
+                if let Some((home, magazine)) = self.stripes.own_magazine() {
+                    if let Some(section) = magazine.enter() {
+                        return self.remove_into(section, home, slot, handle);
+                    }
                 }
             }
         }

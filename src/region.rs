@@ -1,15 +1,12 @@
 //! Address space reserved up front and made usable from its start as the
 //! pool grows: the home of the storage's flat region (see `docs/storage.md`).
 //!
-//! On Unix a region is an anonymous private mapping that can be read but
-//! not written (which systems do not count against their commit limit: it
-//! cannot be written, so no `MAP_NORESERVE`, which some Unixes lack, is
-//! needed); a commit makes its first bytes writable too with `mprotect`, so
-//! only what has been committed counts against the system's commit limit,
-//! and pages take physical memory only when first written. Fresh pages, and
-//! pages never committed, read as zero (a read maps the shared zero page):
-//! the storage's lookups may read any slot of the region (see its docs,
-//! "Probing").
+//! On Unix a region is an anonymous private mapping with no access (which
+//! systems do not count against their commit limit: it cannot be written,
+//! so no `MAP_NORESERVE`, which some Unixes lack, is needed); a commit
+//! makes its first bytes readable and writable with `mprotect`, so only what
+//! has been committed counts against the system's commit limit, and pages
+//! take physical memory only when first written. Fresh pages read as zero.
 //!
 //! A region of at least [`HUGE_PAGE`] starts on a huge-page boundary and,
 //! on Linux, is advised for transparent huge pages (`MADV_HUGEPAGE`): a
@@ -83,7 +80,7 @@ impl Region {
 impl Region {
     /// Reserves at least `bytes` of address space (rounded up to pages),
     /// aligned to a page, and to [`HUGE_PAGE`] if it is at least that long,
-    /// readable (as zeros) and not writable yet. `None` if `bytes` is zero, if `align` exceeds a
+    /// with no access yet. `None` if `bytes` is zero, if `align` exceeds a
     /// page, or if the system refuses the mapping (address space or map
     /// count exhausted): the caller then does without.
     pub(crate) fn reserve(bytes: usize, align: usize) -> Option<Region> {
@@ -108,7 +105,7 @@ impl Region {
             libc::mmap(
                 core::ptr::null_mut(),
                 mapped,
-                libc::PROT_READ,
+                libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
@@ -145,8 +142,8 @@ impl Region {
     }
 
     /// Makes the first `bytes` (a multiple of the page size, at most `len`)
-    /// writable as well; `false` if the system refuses (out of memory under
-    /// strict overcommit).
+    /// readable and writable; `false` if the system refuses (out of memory
+    /// under strict overcommit).
     ///
     /// Idempotent and safe to race: pages already readable and writable keep
     /// their protection and contents (Linux skips a range whose protection
@@ -157,7 +154,7 @@ impl Region {
         debug_assert!(bytes % self.page == 0 && bytes <= self.len);
         // SAFETY: `[base, base + bytes)` lies in our own mapping and holds no
         // Rust object whose access a protection change could break: it only
-        // grants access (reads, allowed before, see the same bytes).
+        // grants access.
         unsafe { libc::mprotect(self.base.cast(), bytes, libc::PROT_READ | libc::PROT_WRITE) == 0 }
     }
 }

@@ -37,16 +37,11 @@ fn never_allocated(index: u32) -> ! {
 }
 
 pub(crate) struct Storage<T> {
-    /// The flat region's first slot: slot `index` is at `flat + index` while
-    /// `index < flat_reserved`. Without a region, the sentinel: a slot of
-    /// its own, never written, that `probe` reads (freed with the storage).
-    /// Never changes; an atomic only so that the storage's auto traits stay
-    /// those of its slots (loaded `Relaxed`, a plain load).
+    /// The flat region's first slot (dangling if there is no region): slot
+    /// `index` is at `flat + index` while `index < flat_committed`. Never
+    /// changes; an atomic only so that the storage's auto traits stay those
+    /// of its slots (loaded `Relaxed`, a plain load).
     flat: AtomicPtr<Slot<T>>,
-    /// `probe` reads the slot at `flat + (index & probe_mask)`: one less
-    /// than the region's readable slots (a power of two, at least
-    /// `flat_reserved`), or 0 without a region (the sentinel).
-    probe_mask: usize,
     /// Slots of the flat region the pool may use: mapped readable and
     /// writable, and initialised. Only grows; what `capacity` counts.
     flat_committed: AtomicUsize,
@@ -93,30 +88,21 @@ impl<T> Storage<T> {
         let first_shift = first_shift.max(2);
         let first = 1u64 << first_shift;
         let reserved = Self::flat_len(first, flat_slots, max_slots);
-        // Every slot a probe may read lies in the region: a power of two of
-        // them, at least those the region holds.
-        let probed = reserved.next_power_of_two();
         // The first page is mapped now, so that a region exists only if the
         // system lets it be used: later commits extend the mapped part of
         // the same mapping (no new mapping to count against the process's
         // limit), and a refusal here just means buckets.
-        let region = probed
-            .checked_mul(core::mem::size_of::<Slot<T>>())
-            .filter(|_| reserved > 0)
-            .and_then(|bytes| Region::reserve(bytes, core::mem::align_of::<Slot<T>>()))
-            .filter(|region| region.commit(region.page()));
-        let (flat, flat_reserved, probe_mask, mapped) = match &region {
-            Some(region) => (
-                region.base().cast::<Slot<T>>(),
-                reserved,
-                probed - 1,
-                region.page(),
-            ),
-            None => (Box::into_raw(Box::new(Slot::new())), 0, 0, 0),
+        let region = Region::reserve(
+            reserved * core::mem::size_of::<Slot<T>>(),
+            core::mem::align_of::<Slot<T>>(),
+        )
+        .filter(|region| region.commit(region.page()));
+        let (flat, flat_reserved, mapped) = match &region {
+            Some(region) => (region.base().cast::<Slot<T>>(), reserved, region.page()),
+            None => (ptr::NonNull::dangling().as_ptr(), 0, 0),
         };
         Storage {
             flat: AtomicPtr::new(flat),
-            probe_mask,
             flat_committed: AtomicUsize::new(0),
             flat_mapped: AtomicUsize::new(mapped),
             flat_reserved,
@@ -209,7 +195,7 @@ impl<T> Storage<T> {
 
     /// The slot at `index` if the flat region holds it (committed).
     #[inline(always)]
-    fn flat_slot(&self, index: u32) -> Option<&Slot<T>> {
+    pub(crate) fn flat_slot(&self, index: u32) -> Option<&Slot<T>> {
         // Acquire pairs with the Release `fetch_max` in `commit_flat`: the
         // slots below the count are mapped and initialised.
         if (index as usize) >= self.flat_committed.load(Ordering::Acquire) {
@@ -218,8 +204,8 @@ impl<T> Storage<T> {
         // Relaxed: `flat` never changes after construction.
         let flat = self.flat.load(Ordering::Relaxed);
         if flat.is_null() {
-            // SAFETY: `new` sets `flat` once, to the region's base or to the
-            // sentinel, both non-null. Telling the compiler so lets
+            // SAFETY: `new` sets `flat` once, to the region's base or to a
+            // dangling pointer, both non-null. Telling the compiler so lets
             // it test `index` alone, not the computed address for `None`'s
             // null niche as well.
             unsafe { core::hint::unreachable_unchecked() }
@@ -230,33 +216,6 @@ impl<T> Storage<T> {
         // `new_slots`) before the count was published; the region lives
         // until `self` is dropped.
         Some(unsafe { &*flat.add(index as usize) })
-    }
-
-    /// The slot a lookup by handle reads first, with no bound to check (see
-    /// "Probing" in the module docs): `index`'s own slot if the flat region
-    /// holds it ([`probes_own_slot`](Self::probes_own_slot)), else a slot
-    /// whose word never equals a handle of `index`. So a word that equals
-    /// the handle looked up is that handle's own slot.
-    #[inline(always)]
-    pub(crate) fn probe(&self, index: u32) -> &Slot<T> {
-        // Relaxed: `flat` never changes after construction.
-        let flat = self.flat.load(Ordering::Relaxed);
-        // SAFETY: `index & probe_mask` is at most `probe_mask`. With a
-        // region that is one of its slots, readable from `new` until `self`
-        // is dropped (`Region::reserve`) and initialised: committed slots as
-        // in `find`, the others never written, zero, the word `FREE(0, 0)`
-        // (as in `new_slots`). Without a region it is 0, the sentinel, made
-        // by `Slot::new` in `new` and freed only in `drop`. A shared
-        // reference allows the loads the callers make; they write only to a
-        // slot whose word equals their handle, which is committed.
-        unsafe { &*flat.add(index as usize & self.probe_mask) }
-    }
-
-    /// Whether [`probe`](Self::probe) reads `index`'s own slot: the flat
-    /// region holds it. Else the slot is in a bucket, if anywhere.
-    #[inline(always)]
-    pub(crate) fn probes_own_slot(&self, index: u32) -> bool {
-        (index as usize) < self.flat_reserved
     }
 
     /// `find` for an index the flat region does not hold (yet).
@@ -514,11 +473,6 @@ impl<'a, T> Iterator for Slots<'a, T> {
 
 impl<T> Drop for Storage<T> {
     fn drop(&mut self) {
-        if self.region.is_none() {
-            // SAFETY: without a region `flat` is the sentinel, from
-            // `Box::into_raw` in `new`, and `&mut self` means no one reads it.
-            drop(unsafe { Box::from_raw(self.flat.load(Ordering::Relaxed)) });
-        }
         for (bucket, start) in self.allocated() {
             let len = Self::bucket_len(bucket);
             // SAFETY: `start` is the pointer `allocate_bucket` got from
