@@ -114,6 +114,15 @@ impl Region {
         if start == libc::MAP_FAILED {
             return None;
         }
+        if start.is_null() {
+            // A mapping at address 0 (possible only where the system lets a
+            // process map page zero) would give a null base, which the
+            // storage tells the compiler a region's base never is.
+            // SAFETY: the mapping was just made, of `mapped` bytes, and
+            // nothing lives in it.
+            unsafe { libc::munmap(start, mapped) };
+            return None;
+        }
         let start = start.cast::<u8>();
         // Page-aligned (mmap's), so the head and tail are whole pages.
         let head = if slack == 0 {

@@ -204,8 +204,9 @@ impl<T> Storage<T> {
         // Relaxed: `flat` never changes after construction.
         let flat = self.flat.load(Ordering::Relaxed);
         if flat.is_null() {
-            // SAFETY: `new` sets `flat` once, to the region's base or to a
-            // dangling pointer, both non-null. Telling the compiler so lets
+            // SAFETY: `new` sets `flat` once, to the region's base (never
+            // null: `Region::reserve` refuses a mapping at address 0) or to
+            // a dangling pointer, both non-null. Telling the compiler so lets
             // it test `index` alone, not the computed address for `None`'s
             // null niche as well.
             unsafe { core::hint::unreachable_unchecked() }
