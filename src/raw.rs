@@ -989,8 +989,15 @@ impl<T> RawPool<T> {
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
         if let Some(slot) = self.storage.flat_slot(handle.index()) {
-            if let Some(removed) = self.remove_owned(slot, handle) {
-                return removed;
+            // A plain load first: a stale handle costs no write to the line.
+            if slot.word.load(Ordering::Relaxed) == SlotWord::occupied(handle).to_bits()
+                && !self.retires_on_removal(handle)
+            {
+                if let Some((home, magazine)) = self.stripes.own_magazine() {
+                    if let Some(section) = magazine.enter() {
+                        return self.remove_into(section, home, slot, handle);
+                    }
+                }
             }
         }
         self.remove_slow(handle)
@@ -1006,30 +1013,11 @@ impl<T> RawPool<T> {
         }
     }
 
-    /// The common case of [`remove_at`](Self::remove_at): a live occupant
-    /// that does not retire, removed by the owner of a magazine here.
-    /// `None`, having changed nothing, in every other case.
-    #[inline(always)]
-    fn remove_owned(&self, slot: &Slot<T>, handle: Handle) -> Option<bool> {
-        // A plain load first: a stale handle costs no write to the line.
-        if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits()
-            || self.retires_on_removal(handle)
-        {
-            return None;
-        }
-        let (home, magazine) = self.stripes.own_magazine()?;
-        let section = magazine.enter()?;
-        Some(self.remove_into(section, home, slot, handle))
-    }
-
     /// [`remove`](Self::remove) of the value in `slot`, the slot of
-    /// `handle`'s index: [`remove_owned`](Self::remove_owned) if it can,
-    /// else through the stripe's shared batch, or by retiring the slot.
+    /// `handle`'s index.
     #[inline(always)]
     fn remove_at(&self, slot: &Slot<T>, handle: Handle) -> bool {
-        if let Some(removed) = self.remove_owned(slot, handle) {
-            return removed;
-        }
+        // A plain load first: a stale handle costs no write to the line.
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
             cold_path();
             return false;
@@ -1037,12 +1025,14 @@ impl<T> RawPool<T> {
         if self.retires_on_removal(handle) {
             return self.remove_and_retire(slot, handle);
         }
-        self.remove_unowned(slot, handle)
+        match self.stripes.own_magazine() {
+            Some((home, magazine)) => self.remove_through(home, magazine.enter(), slot, handle),
+            None => self.remove_unowned(slot, handle),
+        }
     }
 
     /// [`remove_at`](Self::remove_at) for a thread that owns no magazine
-    /// here, has no number yet (it takes one here, and may then own one),
-    /// or found its magazine held by a revoker.
+    /// here, or has no number yet (it takes one here, and may then own one).
     #[inline(never)]
     fn remove_unowned(&self, slot: &Slot<T>, handle: Handle) -> bool {
         let (home, magazine) = self.stripes.home_and_magazine();
