@@ -102,6 +102,14 @@ unsafe impl<T: Send> Send for RawPool<T> {}
 // may be dropped on another thread than the one that inserted it: `T: Send`.
 unsafe impl<T: Send + Sync> Sync for RawPool<T> {}
 
+/// Whether a removal may still try to enter its thread's magazine.
+#[derive(Clone, Copy)]
+enum Entry {
+    Try,
+    /// The owner's section was refused just now: a revoker holds it.
+    Refused,
+}
+
 /// A `FREE` slot taken for an insert, owned by the inserting thread until it
 /// publishes a value into it or gives it back.
 struct Acquired<'a, T> {
@@ -988,35 +996,41 @@ impl<T> RawPool<T> {
     /// call inside a call").
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
+        let mut entry = Entry::Try;
         if let Some(slot) = self.storage.flat_slot(handle.index()) {
             // A plain load first: a stale handle costs no write to the line.
             if slot.word.load(Ordering::Relaxed) == SlotWord::occupied(handle).to_bits()
                 && !self.retires_on_removal(handle)
             {
                 if let Some((home, magazine)) = self.stripes.own_magazine() {
-                    if let Some(section) = magazine.enter() {
-                        return self.remove_into(section, home, slot, handle);
+                    match magazine.enter() {
+                        Some(section) => return self.remove_into(section, home, slot, handle),
+                        None => entry = Entry::Refused,
                     }
                 }
             }
         }
-        self.remove_slow(handle)
+        self.remove_slow(handle, entry)
     }
 
     /// [`remove`](Self::remove) in every case but the common one.
     #[cold]
     #[inline(never)]
-    fn remove_slow(&self, handle: Handle) -> bool {
+    fn remove_slow(&self, handle: Handle, entry: Entry) -> bool {
         match self.storage.get(handle.index()) {
-            Some(slot) => self.remove_at(slot, handle),
+            Some(slot) => self.remove_at(slot, handle, entry),
             None => false,
         }
     }
 
     /// [`remove`](Self::remove) of the value in `slot`, the slot of
-    /// `handle`'s index.
+    /// `handle`'s index. With [`Entry::Refused`] the caller's section was
+    /// just refused, and the removal goes to the shared batch without a
+    /// second try: each try sets the owner's `active` flag, which a revoker
+    /// waits to see clear, with bounded patience (a loom model,
+    /// `flush_revokes_an_owners_partial_batch`, catches a flush giving up).
     #[inline(always)]
-    fn remove_at(&self, slot: &Slot<T>, handle: Handle) -> bool {
+    fn remove_at(&self, slot: &Slot<T>, handle: Handle, entry: Entry) -> bool {
         // A plain load first: a stale handle costs no write to the line.
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
             cold_path();
@@ -1026,7 +1040,13 @@ impl<T> RawPool<T> {
             return self.remove_and_retire(slot, handle);
         }
         match self.stripes.own_magazine() {
-            Some((home, magazine)) => self.remove_through(home, magazine.enter(), slot, handle),
+            Some((home, magazine)) => {
+                let section = match entry {
+                    Entry::Try => magazine.enter(),
+                    Entry::Refused => None,
+                };
+                self.remove_through(home, section, slot, handle)
+            }
             None => self.remove_unowned(slot, handle),
         }
     }
