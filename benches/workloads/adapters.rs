@@ -49,6 +49,11 @@ pub trait Session {
     fn remove(&mut self, key: Self::Key) -> bool;
     /// A copy of the value, if present.
     fn get(&mut self, key: Self::Key) -> Option<u64>;
+    /// Called by every workload after each [`REPIN_EVERY`] operations of a
+    /// thread: a session that holds a guard re-pins here, as a worker thread
+    /// does between batches of jobs, so that reclamation can advance.
+    #[inline]
+    fn quiesce(&mut self) {}
 }
 
 /// Calls `visit::<P>()` for every pool, in report order.
@@ -72,7 +77,7 @@ pub fn for_each_pool(v: &mut impl PoolVisitor) {
 }
 
 /// How many operations a guard-holding session does before it re-pins.
-pub const REPIN_EVERY: u32 = 256;
+pub const REPIN_EVERY: u64 = 256;
 
 // ---------------------------------------------------------------- handle_pool
 
@@ -126,25 +131,14 @@ impl Session for HandlePoolCallSession<'_> {
 }
 
 /// `HandlePool` with a guard held across operations, re-pinned every
-/// [`REPIN_EVERY`] operations: the intended hot-loop use.
+/// [`REPIN_EVERY`] operations ([`Session::quiesce`]): the intended hot-loop
+/// use.
 pub struct HandlePoolGuard(HandlePool<u64>);
 
 /// Session of [`HandlePoolGuard`].
 pub struct HandlePoolGuardSession<'a> {
     pool: &'a HandlePool<u64>,
     guard: Guard,
-    ops: u32,
-}
-
-impl HandlePoolGuardSession<'_> {
-    #[inline]
-    fn tick(&mut self) {
-        self.ops += 1;
-        if self.ops == REPIN_EVERY {
-            self.ops = 0;
-            self.guard.repin();
-        }
-    }
 }
 
 impl Pool for HandlePoolGuard {
@@ -160,7 +154,6 @@ impl Pool for HandlePoolGuard {
         f(&mut HandlePoolGuardSession {
             pool: &self.0,
             guard: handle_pool::pin(),
-            ops: 0,
         })
     }
     fn capacity(&self) -> Option<usize> {
@@ -178,18 +171,19 @@ impl Session for HandlePoolGuardSession<'_> {
     type Key = Handle;
     #[inline]
     fn insert(&mut self, value: u64) -> Handle {
-        self.tick();
         self.pool.insert(value)
     }
     #[inline]
     fn remove(&mut self, key: Handle) -> bool {
-        self.tick();
         self.pool.remove(key)
     }
     #[inline]
     fn get(&mut self, key: Handle) -> Option<u64> {
-        self.tick();
         self.pool.get(key, &self.guard).copied()
+    }
+    #[inline]
+    fn quiesce(&mut self) {
+        self.guard.repin();
     }
 }
 
@@ -461,18 +455,11 @@ pub struct ConcurrentSlotMapGuardSession<'a> {
     // An `Option` so the old guard is dropped before the new one is pinned:
     // pinning while a guard exists only nests and never unpins.
     guard: Option<concurrent_slotmap::hyaline::Guard<'a>>,
-    ops: u32,
 }
 
 impl<'a> ConcurrentSlotMapGuardSession<'a> {
     #[inline]
-    fn tick(&mut self) -> &concurrent_slotmap::hyaline::Guard<'a> {
-        self.ops += 1;
-        if self.ops == REPIN_EVERY {
-            self.ops = 0;
-            self.guard = None;
-            self.guard = Some(self.map.pin());
-        }
+    fn guard(&self) -> &concurrent_slotmap::hyaline::Guard<'a> {
         self.guard.as_ref().expect("pinned")
     }
 }
@@ -489,7 +476,6 @@ impl Pool for ConcurrentSlotMapGuard {
         f(&mut ConcurrentSlotMapGuardSession {
             map: &self.0,
             guard: Some(self.0.pin()),
-            ops: 0,
         })
     }
     fn capacity(&self) -> Option<usize> {
@@ -507,18 +493,20 @@ impl Session for ConcurrentSlotMapGuardSession<'_> {
     type Key = CsKey;
     #[inline]
     fn insert(&mut self, value: u64) -> CsKey {
-        let map = self.map;
-        map.insert(value, self.tick())
+        self.map.insert(value, self.guard())
     }
     #[inline]
     fn remove(&mut self, key: CsKey) -> bool {
-        let map = self.map;
-        map.remove(key, self.tick()).is_some()
+        self.map.remove(key, self.guard()).is_some()
     }
     #[inline]
     fn get(&mut self, key: CsKey) -> Option<u64> {
-        let map = self.map;
-        map.get(key, self.tick()).copied()
+        self.map.get(key, self.guard()).copied()
+    }
+    #[inline]
+    fn quiesce(&mut self) {
+        self.guard = None;
+        self.guard = Some(self.map.pin());
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-pub use adapters::{for_each_pool, Pool, PoolVisitor, Session};
+pub use adapters::{for_each_pool, Pool, PoolVisitor, Session, REPIN_EVERY};
 
 /// One timed run of a workload.
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +59,19 @@ impl Clock<'_> {
     #[inline]
     pub fn stop(&mut self) {
         self.end = Some(Instant::now());
+    }
+}
+
+/// Calls [`Session::quiesce`] once `done`, the operations this thread has
+/// done so far, reaches a multiple of [`REPIN_EVERY`]. `done` is a local of
+/// the workload's loop, so the count costs a register, as it would in a
+/// worker's loop; a count kept in the session would live in memory (the
+/// session's address escapes into the re-pin call) and put a store-to-load
+/// dependency into every operation of the guard-holding rows.
+#[inline(always)]
+fn quiesce_every_repin<S: Session>(s: &mut S, done: u64) {
+    if done % REPIN_EVERY == 0 {
+        s.quiesce();
     }
 }
 
@@ -187,10 +200,13 @@ impl<P: Pool> GetFixture<P> {
         let (elapsed, sums) = parallel(&self.pool, inputs, |s, seq, clock| {
             clock.start();
             let mut sum = 0u64;
+            let mut done = 0u64;
             for _ in 0..repeats {
                 for &key in seq {
                     // A miss adds u64::MAX, so any miss breaks the checksum.
                     sum = sum.wrapping_add(s.get(key).unwrap_or(u64::MAX));
+                    done += 1;
+                    quiesce_every_repin(s, done);
                 }
             }
             clock.stop();
@@ -224,6 +240,7 @@ pub fn churn<P: Pool>(threads: usize, total_pairs: usize) -> Sample {
         for i in 0..pairs as u64 {
             let key = s.insert(i);
             ok &= s.remove(key);
+            quiesce_every_repin(s, 2 * (i + 1));
         }
         clock.stop();
         ok
@@ -256,6 +273,7 @@ pub fn churn_window<P: Pool>(threads: usize, total_steps: usize) -> Sample {
             ok &= s.remove(window[oldest]);
             window[oldest] = key;
             oldest = (oldest + 1) % WINDOW;
+            quiesce_every_repin(s, 2 * (i + 1));
         }
         clock.stop();
         ok
@@ -353,6 +371,7 @@ impl<P: Pool> MixedFixture<P> {
                         delta -= s.remove(key) as i64;
                     }
                 }
+                quiesce_every_repin(s, i as u64 + 1);
             }
             clock.stop();
             black_box(sum);
@@ -379,6 +398,7 @@ pub fn insert<P: Pool>(threads: usize, total: usize) -> Sample {
         clock.start();
         for i in 0..per_thread as u64 {
             black_box(s.insert(i));
+            quiesce_every_repin(s, i + 1);
         }
         clock.stop();
     });

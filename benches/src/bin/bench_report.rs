@@ -26,8 +26,8 @@ use sysinfo::{CpuRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, Refres
 mod workloads;
 
 use workloads::adapters::{
-    ConcurrentSlotMap, HandlePoolCall, HandlePoolGuard, ParkingLotMutexSlotMap, ShardedSlab,
-    UnsyncSlotMap,
+    ConcurrentSlotMap, ConcurrentSlotMapGuard, HandlePoolCall, HandlePoolGuard,
+    ParkingLotMutexSlotMap, ShardedSlab, UnsyncSlotMap,
 };
 use workloads::{pool_table, Pool, PoolEntry, Sample, Scale, Workload, WINDOW};
 
@@ -371,6 +371,7 @@ fn checks(r: &Results) -> Vec<Check> {
     let guard = HandlePoolGuard::NAME;
     let pl = ParkingLotMutexSlotMap::NAME;
     let cs = ConcurrentSlotMap::NAME;
+    let cs_guard = ConcurrentSlotMapGuard::NAME;
     let slab = ShardedSlab::NAME;
     let unsync = UnsyncSlotMap::NAME;
     let mut out = Vec::new();
@@ -399,6 +400,12 @@ fn checks(r: &Results) -> Vec<Check> {
             format!("{guard} 1t / {unsync} 1t"),
             ratio(m(get, guard, 1), m(get, unsync, 1)),
             0.8,
+        );
+        check(
+            format!("{id}: guard held, 1 thread vs concurrent-slotmap guard held"),
+            format!("{guard} 1t / {cs_guard} 1t"),
+            ratio(m(get, guard, 1), m(get, cs_guard, 1)),
+            1.3,
         );
         check(
             format!("{id}: guard held, 2 threads vs its own 1 thread"),
