@@ -110,71 +110,48 @@ fn arrange<K: Copy>(keys: &[K], order: &[u32]) -> Vec<K> {
     order.iter().map(|&i| keys[i as usize]).collect()
 }
 
-/// One contender's lookup loop: each call to `iteration` pins with `pin`
-/// (or not: `()`), sums `lookup` over the next window of [`LOOKUPS`] keys,
-/// and returns the sum.
-struct Contender<'k, K, G, P, L> {
-    keys: &'k [K],
-    next: usize,
-    pin: P,
-    lookup: L,
-    _guard: std::marker::PhantomData<fn() -> G>,
-}
-
-impl<'k, K, G, P, L> Contender<'k, K, G, P, L>
-where
-    K: Copy,
-    P: FnMut() -> G,
-    L: FnMut(&G, K) -> u64,
-{
-    fn new(keys: &'k [K], pin: P, lookup: L) -> Self {
-        assert_eq!(keys.len() % LOOKUPS, 0, "whole windows only");
-        Contender {
-            keys,
-            next: 0,
-            pin,
-            lookup,
-            _guard: std::marker::PhantomData,
-        }
-    }
-
-    /// Sum over every key once (outside the timing): checks the contender
-    /// hits every key and finds the right values.
-    fn check(&mut self, expected: u64) {
-        let guard = (self.pin)();
-        let sum = self
-            .keys
-            .iter()
-            .fold(0u64, |sum, &k| sum.wrapping_add((self.lookup)(&guard, k)));
-        assert_eq!(sum, expected, "a lookup missed or read a wrong value");
-    }
-
-    #[inline(always)]
-    fn iteration(&mut self) -> u64 {
-        let window = &self.keys[self.next..self.next + LOOKUPS];
-        self.next = (self.next + LOOKUPS) % self.keys.len();
-        let guard = (self.pin)();
+/// A contender's pass over a window of keys, as one criterion iteration
+/// does it: pin with `pin` (or not: `()`), sum `lookup` over the keys, unpin.
+#[inline(always)]
+fn pass<K: Copy, G>(
+    mut pin: impl FnMut() -> G,
+    mut lookup: impl FnMut(&G, K) -> u64,
+) -> impl FnMut(&[K]) -> u64 {
+    move |window| {
+        let guard = pin();
         let mut sum = 0u64;
         for &k in black_box(window) {
-            sum = sum.wrapping_add((self.lookup)(&guard, k));
+            sum = sum.wrapping_add(lookup(&guard, k));
         }
         drop(guard);
-        black_box(sum)
+        sum
     }
 }
 
-/// Checks one contender, then benches it as `id` in `group`.
-fn bench<K: Copy, G>(
+/// Checks that one pass over all the keys sums to `expected` (every lookup
+/// hits and reads the right value), then benches `pass` as `id` in `group`:
+/// each iteration is one pass over the next window of [`LOOKUPS`] keys.
+fn bench<K: Copy>(
     group: &mut BenchmarkGroup<'_, WallTime>,
     id: &str,
     keys: &[K],
     expected: u64,
-    pin: impl FnMut() -> G,
-    lookup: impl FnMut(&G, K) -> u64,
+    mut pass: impl FnMut(&[K]) -> u64,
 ) {
-    let mut contender = Contender::new(keys, pin, lookup);
-    contender.check(expected);
-    group.bench_function(id, |b| b.iter(|| contender.iteration()));
+    assert_eq!(keys.len() % LOOKUPS, 0, "whole windows only");
+    assert_eq!(
+        pass(keys),
+        expected,
+        "{id}: a lookup missed or read a wrong value"
+    );
+    let mut next = 0;
+    group.bench_function(id, |b| {
+        b.iter(|| {
+            let window = &keys[next..next + LOOKUPS];
+            next = (next + LOOKUPS) % keys.len();
+            black_box(pass(window))
+        })
+    });
 }
 
 fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
@@ -203,56 +180,51 @@ fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
         "slotmap",
         &slotmap_keys,
         value_sum,
-        || (),
-        |_, k| sm.get(k).map_or(0, |&v| v),
+        pass(|| (), |_, k| sm.get(k).map_or(0, |&v| v)),
     );
     bench(
         &mut group,
         "cs_guard",
         &cs_keys,
         value_sum,
-        || cs.pin(),
-        |guard, k| cs.get(k, guard).map_or(0, |&v| v),
+        pass(|| cs.pin(), |guard, k| cs.get(k, guard).map_or(0, |&v| v)),
     );
     bench(
         &mut group,
         "cs_pin",
         &cs_keys,
         value_sum,
-        || (),
-        |_, k| cs.get(k, &cs.pin()).map_or(0, |&v| v),
+        pass(|| (), |_, k| cs.get(k, &cs.pin()).map_or(0, |&v| v)),
     );
     bench(
         &mut group,
         "hp_get",
         &hp_keys,
         value_sum,
-        handle_pool::pin,
-        |guard, k| hp.get(k, guard).map_or(0, |&v| v),
+        pass(handle_pool::pin, |guard, k| {
+            hp.get(k, guard).map_or(0, |&v| v)
+        }),
     );
     bench(
         &mut group,
         "hp_contains",
         &hp_keys,
         entries as u64,
-        || (),
-        |_, k| u64::from(hp.contains(k)),
+        pass(|| (), |_, k| u64::from(hp.contains(k))),
     );
     bench(
         &mut group,
         "hp_cloned",
         &hp_keys,
         value_sum,
-        || (),
-        |_, k| hp.get_cloned(k).unwrap_or(0),
+        pass(|| (), |_, k| hp.get_cloned(k).unwrap_or(0)),
     );
     bench(
         &mut group,
         "hp_with",
         &hp_keys,
         value_sum,
-        || (),
-        |_, k| hp.with(k, |v| *v).unwrap_or(0),
+        pass(|| (), |_, k| hp.with(k, |v| *v).unwrap_or(0)),
     );
     group.finish();
 }
