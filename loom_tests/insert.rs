@@ -135,6 +135,44 @@ fn inserts_racing_for_a_new_bucket_share_one_allocation() {
     .check("inserts_racing_for_a_new_bucket_share_one_allocation");
 }
 
+/// A flat region of four slots (indices 0 to 3), three of them used; the
+/// rest of the pool in buckets. Two inserts race for the last flat slot and
+/// the first bucket slot, the main thread reading back what it inserted:
+/// one commits slot 3 in the flat region (publishing its count), the other
+/// allocates the bucket of slot 4; each value lands once, and every handle
+/// resolves, on either side of the region's end.
+#[test]
+fn inserts_racing_across_the_flat_regions_end() {
+    Model {
+        config: Config {
+            flat_slots: 4,
+            ..Config::tiny(8, 1)
+        },
+        values: 5,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+        }),
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 3);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 4);
+                r.get(pool, 4);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            let mut indices = [r.handle(3).index(), r.handle(4).index()];
+            indices.sort_unstable();
+            assert_eq!(indices, [3, 4], "one flat slot, one bucket slot");
+            r.observe_all(pool);
+        }),
+    }
+    .check("inserts_racing_across_the_flat_regions_end");
+}
+
 /// The rollback path: `insert_with` pops slot `A` (free list `A → B`), its
 /// closure inserts another value (popping `B`) and panics, so `A` goes back
 /// on the list alone, with its generation burnt. Meanwhile a third insert

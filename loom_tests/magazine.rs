@@ -24,6 +24,17 @@ fn with_magazines(max_slots: Option<u32>) -> Config {
     }
 }
 
+/// `config` with its first four slots in the flat region (the rest in
+/// buckets): a removal there by a magazine's owner takes `RawPool::remove`'s
+/// inline path, which hands a refused section to `remove_slow` (the models
+/// with buckets only reach `remove_at`).
+fn in_the_flat_region(config: Config) -> Config {
+    Config {
+        flat_slots: 4,
+        ..config
+    }
+}
+
 /// The two flush models' start: a pool made with `config` holding values
 /// 0, 1 and 2, and the recorder that inserted them (for the owner to remove
 /// 0 and 1 with).
@@ -55,8 +66,24 @@ fn flush_after_the_owner(pool: Arc<Pool>, log: &DropLog) {
 /// removed value undropped.
 #[test]
 fn flush_revokes_an_owners_partial_batch() {
-    explore("flush_revokes_an_owners_partial_batch", || {
-        let (log, pool, mut r) = three_values(with_magazines(None));
+    flush_revokes_partial_batch(
+        "flush_revokes_an_owners_partial_batch",
+        with_magazines(None),
+    );
+}
+
+/// As above, in the flat region: the owner's removals take the inline path.
+#[test]
+fn flush_revokes_an_owners_partial_batch_in_the_flat_region() {
+    flush_revokes_partial_batch(
+        "flush_revokes_an_owners_partial_batch_in_the_flat_region",
+        in_the_flat_region(with_magazines(None)),
+    );
+}
+
+fn flush_revokes_partial_batch(name: &str, config: Config) {
+    explore(name, move || {
+        let (log, pool, mut r) = three_values(config);
         let removed_first = Arc::new(AtomicBool::new(false));
         let owner = {
             let (pool, removed_first) = (Arc::clone(&pool), Arc::clone(&removed_first));
@@ -85,11 +112,24 @@ fn flush_revokes_an_owners_partial_batch() {
 /// removed value undropped.
 #[test]
 fn flush_revokes_an_owner_filling_its_batch() {
-    explore("flush_revokes_an_owner_filling_its_batch", || {
-        let (log, pool, mut r) = three_values(Config {
-            batch: 2,
-            ..with_magazines(None)
-        });
+    flush_revokes_filling(
+        "flush_revokes_an_owner_filling_its_batch",
+        with_magazines(None),
+    );
+}
+
+/// As above, in the flat region: the owner's removals take the inline path.
+#[test]
+fn flush_revokes_an_owner_filling_its_batch_in_the_flat_region() {
+    flush_revokes_filling(
+        "flush_revokes_an_owner_filling_its_batch_in_the_flat_region",
+        in_the_flat_region(with_magazines(None)),
+    );
+}
+
+fn flush_revokes_filling(name: &str, config: Config) {
+    explore(name, move || {
+        let (log, pool, mut r) = three_values(Config { batch: 2, ..config });
         let owner = {
             let pool = Arc::clone(&pool);
             spawn_parked(move || {

@@ -69,6 +69,27 @@ fn one_call_read_racing_removal_reclamation_and_reuse() {
     .check("one_call_read_racing_removal_reclamation_and_reuse");
 }
 
+/// As above with slot 0 in the flat region, the storage of every 64-bit
+/// Unix pool (the other models keep their slots in buckets): the read finds
+/// the slot below the region's committed count.
+#[test]
+fn one_call_read_racing_removal_reclamation_and_reuse_in_the_flat_region() {
+    read_race(
+        Config {
+            flat_slots: 4,
+            ..config()
+        },
+        2,
+        vec![
+            remover(),
+            step(|pool, r| {
+                r.with(pool, 0);
+            }),
+        ],
+    )
+    .check("one_call_read_racing_removal_reclamation_and_reuse_in_the_flat_region");
+}
+
 /// A one-call read nested in another's closure: the inner read leaves the
 /// outer one's announcement alone, so the outer value, removed and reclaimed
 /// by another thread while the inner read runs, is still intact when the

@@ -18,8 +18,10 @@
 //! mapped part covers (an eighth ahead of its capacity, see the storage).
 //! Where transparent huge pages are off (`never`), the advice is refused and
 //! ignored; where they are `always`, it changes nothing.
-//! Elsewhere, and under loom (whose atomics cannot live in zeroed memory),
-//! [`Region::reserve`] returns `None` and the storage uses buckets only.
+//! Elsewhere [`Region::reserve`] returns `None` and the storage uses
+//! buckets only. Under loom (whose atomics cannot live in zeroed memory)
+//! it returns `None` too, and the storage backs its flat region with a
+//! heap slice instead (see the storage).
 
 /// The huge page size the region aligns to: 2 MiB, that of x86-64 and of
 /// 64-bit Arm with 4 KiB pages. Elsewhere the alignment is merely unused.

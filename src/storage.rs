@@ -88,18 +88,31 @@ impl<T> Storage<T> {
         let first_shift = first_shift.max(2);
         let first = 1u64 << first_shift;
         let reserved = Self::flat_len(first, flat_slots, max_slots);
-        // The first page is mapped now, so that a region exists only if the
-        // system lets it be used: later commits extend the mapped part of
-        // the same mapping (no new mapping to count against the process's
-        // limit), and a refusal here just means buckets.
-        let region = Region::reserve(
-            reserved * core::mem::size_of::<Slot<T>>(),
-            core::mem::align_of::<Slot<T>>(),
-        )
-        .filter(|region| region.commit(region.page()));
-        let (flat, flat_reserved, mapped) = match &region {
-            Some(region) => (region.base().cast::<Slot<T>>(), reserved, region.page()),
-            None => (ptr::NonNull::dangling().as_ptr(), 0, 0),
+        let (region, flat, flat_reserved, mapped) = if cfg!(all(test, handle_pool_loom)) {
+            // Under loom the flat region is a heap slice of slots constructed
+            // up front (loom's atomics cannot live in zeroed pages, and loom
+            // cannot model a mapping): the models run lookups, inserts and
+            // removals through the flat region, as every 64-bit Unix pool
+            // does, with its count's publication but not its `mprotect`.
+            let slots = Box::into_raw(new_slots::<T>(reserved)).cast::<Slot<T>>();
+            (None, slots, reserved, 0)
+        } else {
+            // The first page is mapped now, so that a region exists only if
+            // the system lets it be used: later commits extend the mapped
+            // part of the same mapping (no new mapping to count against the
+            // process's limit), and a refusal here just means buckets.
+            let region = Region::reserve(
+                reserved * core::mem::size_of::<Slot<T>>(),
+                core::mem::align_of::<Slot<T>>(),
+            )
+            .filter(|region| region.commit(region.page()));
+            match region {
+                Some(region) => {
+                    let (base, page) = (region.base().cast::<Slot<T>>(), region.page());
+                    (Some(region), base, reserved, page)
+                }
+                None => (None, ptr::NonNull::dangling().as_ptr(), 0, 0),
+            }
         };
         Storage {
             flat: AtomicPtr::new(flat),
@@ -290,6 +303,18 @@ impl<T> Storage<T> {
         if end <= self.flat_committed.load(Ordering::Relaxed) {
             return;
         }
+        if !cfg!(all(test, handle_pool_loom)) {
+            self.map_flat(end);
+        } // else the slots were constructed with the storage.
+          // Release pairs with the Acquire load in `find`: the slots' pages
+          // are readable and writable (and zero where fresh: `FREE(0, 0)`)
+          // before any thread that sees the count reads them. `fetch_max`: a
+          // racing committer may have published more.
+        self.flat_committed.fetch_max(end, Ordering::Release);
+    }
+
+    /// Maps the flat region's pages behind the slots below `end`.
+    fn map_flat(&self, end: usize) {
         let Some(region) = &self.region else {
             unreachable!("flat slots without a region")
         };
@@ -310,11 +335,6 @@ impl<T> Storage<T> {
             // Release pairs with the Acquire load above, in other committers.
             self.flat_mapped.fetch_max(target, Ordering::Release);
         }
-        // Release pairs with the Acquire load in `find`: the slots' pages
-        // are readable and writable (and zero where fresh: `FREE(0, 0)`)
-        // before any thread that sees the count reads them. `fetch_max`: a
-        // racing committer may have published more.
-        self.flat_committed.fetch_max(end, Ordering::Release);
     }
 
     #[cold]
@@ -474,6 +494,16 @@ impl<'a, T> Iterator for Slots<'a, T> {
 
 impl<T> Drop for Storage<T> {
     fn drop(&mut self) {
+        if cfg!(all(test, handle_pool_loom)) {
+            let flat = ptr::slice_from_raw_parts_mut(
+                self.flat.load(Ordering::Relaxed),
+                self.flat_reserved,
+            );
+            // SAFETY: under loom, `flat` came from `Box::into_raw` of
+            // `flat_reserved` slots in `new`, and `&mut self` means no one
+            // else uses them. Slots never drop their value cells.
+            drop(unsafe { Box::from_raw(flat) });
+        }
         for (bucket, start) in self.allocated() {
             let len = Self::bucket_len(bucket);
             // SAFETY: `start` is the pointer `allocate_bucket` got from
