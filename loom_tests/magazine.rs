@@ -151,9 +151,25 @@ fn flush_revokes_filling(name: &str, config: Config) {
 /// must succeed.
 #[test]
 fn a_full_pool_takes_the_slots_in_an_owners_magazine() {
-    explore("a_full_pool_takes_the_slots_in_an_owners_magazine", || {
+    full_pool_takes_magazine_slots(
+        "a_full_pool_takes_the_slots_in_an_owners_magazine",
+        with_magazines(Some(2)),
+    );
+}
+
+/// As above, in the flat region: the owner's removal takes the inline path.
+#[test]
+fn a_full_pool_takes_the_slots_in_an_owners_magazine_in_the_flat_region() {
+    full_pool_takes_magazine_slots(
+        "a_full_pool_takes_the_slots_in_an_owners_magazine_in_the_flat_region",
+        in_the_flat_region(with_magazines(Some(2))),
+    );
+}
+
+fn full_pool_takes_magazine_slots(name: &str, config: Config) {
+    explore(name, move || {
         let log = DropLog::new(3);
-        let pool = Arc::new(Pool::with_config(with_magazines(Some(2))));
+        let pool = Arc::new(Pool::with_config(config));
         let mut main = Recorder::new(Arc::clone(&log));
         main.insert(&pool, 0);
         let victim = main.insert(&pool, 1);
@@ -232,40 +248,53 @@ fn a_refill_racing_a_shared_pop_hands_each_slot_out_once() {
 /// once A is done and a flush runs.
 #[test]
 fn an_owner_sealing_its_partial_batch_races_a_flush() {
+    owner_sealing_races_flush(
+        "an_owner_sealing_its_partial_batch_races_a_flush",
+        with_magazines(None),
+    );
+}
+
+/// As above, in the flat region: the owner's removal takes the inline path.
+#[test]
+fn an_owner_sealing_its_partial_batch_races_a_flush_in_the_flat_region() {
+    owner_sealing_races_flush(
+        "an_owner_sealing_its_partial_batch_races_a_flush_in_the_flat_region",
+        in_the_flat_region(with_magazines(None)),
+    );
+}
+
+fn owner_sealing_races_flush(name: &str, config: Config) {
     let by_owner = Reached::default();
     let by_flush = Reached::default();
     let (o, f) = (by_owner.clone(), by_flush.clone());
-    explore(
-        "an_owner_sealing_its_partial_batch_races_a_flush",
-        move || {
-            let log = DropLog::new(2);
-            let pool = Arc::new(Pool::with_config(with_magazines(None)));
-            let mut r = Recorder::new(Arc::clone(&log));
-            for id in 0..2 {
-                r.insert(&pool, id);
-            }
-            let owner = {
-                let (pool, o) = (Arc::clone(&pool), o.clone());
-                spawn_parked(move || {
-                    assert!(r.remove(&pool, 0));
-                    if pool.seal_own_partial_batches() {
-                        o.mark();
-                    }
-                })
-            };
-            pool.flush();
-            if log.drops(0) == 1 {
-                f.mark();
-            }
-            owner.finished();
-            pool.flush();
-            assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
-            assert_eq!(log.drops(1), 0, "the live value is not dropped");
-            drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
-            log.assert_each_dropped_once();
-            owner.release();
-        },
-    );
+    explore(name, move || {
+        let log = DropLog::new(2);
+        let pool = Arc::new(Pool::with_config(config));
+        let mut r = Recorder::new(Arc::clone(&log));
+        for id in 0..2 {
+            r.insert(&pool, id);
+        }
+        let owner = {
+            let (pool, o) = (Arc::clone(&pool), o.clone());
+            spawn_parked(move || {
+                assert!(r.remove(&pool, 0));
+                if pool.seal_own_partial_batches() {
+                    o.mark();
+                }
+            })
+        };
+        pool.flush();
+        if log.drops(0) == 1 {
+            f.mark();
+        }
+        owner.finished();
+        pool.flush();
+        assert_eq!(log.drops(0), 1, "removed value 0 dropped once");
+        assert_eq!(log.drops(1), 0, "the live value is not dropped");
+        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+        log.assert_each_dropped_once();
+        owner.release();
+    });
     by_owner.assert("the owner sealed its partial batch");
     by_flush.assert("the flush took the owner's partial batch");
 }
