@@ -205,7 +205,8 @@ impl Drop for Region {
 
 #[cfg(not(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom)))))]
 impl Region {
-    /// No reserved regions on this target: the storage uses buckets only.
+    /// No reserved regions on this target: the storage uses buckets only
+    /// (under loom, a heap slice for its flat region instead, see there).
     pub(crate) fn reserve(_bytes: usize, _align: usize) -> Option<Region> {
         None
     }

@@ -37,8 +37,9 @@ fn never_allocated(index: u32) -> ! {
 }
 
 pub(crate) struct Storage<T> {
-    /// The flat region's first slot (dangling if there is no region): slot
-    /// `index` is at `flat + index` while `index < flat_committed`. Never
+    /// The flat region's first slot (dangling if there is no region; under
+    /// loom, the first of a leaked heap slice of `flat_reserved` slots):
+    /// slot `index` is at `flat + index` while `index < flat_committed`. Never
     /// changes; an atomic only so that the storage's auto traits stay those
     /// of its slots (loaded `Relaxed`, a plain load).
     flat: AtomicPtr<Slot<T>>,
@@ -46,10 +47,12 @@ pub(crate) struct Storage<T> {
     /// writable, and initialised. Only grows; what `capacity` counts.
     flat_committed: AtomicUsize,
     /// Bytes of the flat region mapped readable and writable, a whole number
-    /// of pages, at least `flat_committed` slots' worth. Only grows.
+    /// of pages, at least `flat_committed` slots' worth. Only grows. (Unused
+    /// under loom, where nothing is mapped: 0.)
     flat_mapped: AtomicUsize,
     /// Slots the flat region reserves: indices below it live there, those
-    /// from it on in buckets. Zero without a region.
+    /// from it on in buckets. Zero without a region (under loom, the heap
+    /// slice's length).
     flat_reserved: usize,
     /// The reserved address space, unmapped when the storage is dropped
     /// (after the buckets, which are separate allocations).
@@ -94,6 +97,11 @@ impl<T> Storage<T> {
             // cannot model a mapping): the models run lookups, inserts and
             // removals through the flat region, as every 64-bit Unix pool
             // does, with its count's publication but not its `mprotect`.
+            // Every slot is a few loom atomics: models ask for a handful.
+            assert!(
+                reserved <= 64,
+                "a loom model's flat region should be tiny (Config::flat_slots)"
+            );
             let slots = Box::into_raw(new_slots::<T>(reserved)).cast::<Slot<T>>();
             (None, slots, reserved, 0)
         } else {
@@ -218,8 +226,9 @@ impl<T> Storage<T> {
         let flat = self.flat.load(Ordering::Relaxed);
         if flat.is_null() {
             // SAFETY: `new` sets `flat` once, to the region's base (never
-            // null: `Region::reserve` refuses a mapping at address 0) or to
-            // a dangling pointer, both non-null. Telling the compiler so lets
+            // null: `Region::reserve` refuses a mapping at address 0), to a
+            // dangling pointer, or under loom to a `Box`'s: all non-null.
+            // Telling the compiler so lets
             // it test `index` alone, not the computed address for `None`'s
             // null niche as well.
             unsafe { core::hint::unreachable_unchecked() }
@@ -227,8 +236,8 @@ impl<T> Storage<T> {
         // SAFETY: `index` is below the committed count, so `flat + index`
         // is a slot of the region, committed (readable and writable) and
         // initialised (fresh pages are zero, the word `FREE(0, 0)`, as in
-        // `new_slots`) before the count was published; the region lives
-        // until `self` is dropped.
+        // `new_slots`; under loom, constructed in `new`) before the count
+        // was published; the region lives until `self` is dropped.
         Some(unsafe { &*flat.add(index as usize) })
     }
 
@@ -305,11 +314,13 @@ impl<T> Storage<T> {
         }
         if !cfg!(all(test, handle_pool_loom)) {
             self.map_flat(end);
-        } // else the slots were constructed with the storage.
-          // Release pairs with the Acquire load in `find`: the slots' pages
-          // are readable and writable (and zero where fresh: `FREE(0, 0)`)
-          // before any thread that sees the count reads them. `fetch_max`: a
-          // racing committer may have published more.
+        } else {
+            // Under loom the slots were constructed with the storage.
+        }
+        // Release pairs with the Acquire load in `find`: the slots' pages
+        // are readable and writable (and zero where fresh: `FREE(0, 0)`)
+        // before any thread that sees the count reads them. `fetch_max`: a
+        // racing committer may have published more.
         self.flat_committed.fetch_max(end, Ordering::Release);
     }
 

@@ -49,9 +49,10 @@ pub trait Session {
     fn remove(&mut self, key: Self::Key) -> bool;
     /// A copy of the value, if present.
     fn get(&mut self, key: Self::Key) -> Option<u64>;
-    /// Called by every workload after each [`REPIN_EVERY`] operations of a
-    /// thread: a session that holds a guard re-pins here, as a worker thread
-    /// does between batches of jobs, so that reclamation can advance.
+    /// Called by every workload's timed loop after each [`REPIN_EVERY`]
+    /// operations of a thread (untimed set-up, such as a prefill, does not
+    /// call it): a session that holds a guard re-pins here, as a worker
+    /// thread does between batches of jobs, so that reclamation can advance.
     #[inline]
     fn quiesce(&mut self) {}
 }
@@ -76,7 +77,8 @@ pub fn for_each_pool(v: &mut impl PoolVisitor) {
     v.visit::<UnsyncSlotMap>();
 }
 
-/// How many operations a guard-holding session does before it re-pins.
+/// How many operations of a timed loop a guard-holding session does between
+/// re-pins ([`Session::quiesce`]).
 pub const REPIN_EVERY: u64 = 256;
 
 // ---------------------------------------------------------------- handle_pool
