@@ -41,45 +41,61 @@ impl Plain {
 /// it after a scheduling point: it must still read the value it found.
 #[test]
 fn a_reader_keeps_a_drop_free_value_whose_batch_is_reused_unwalked() {
+    reader_keeps_drop_free_value(
+        "a_reader_keeps_a_drop_free_value_whose_batch_is_reused_unwalked",
+        0,
+    );
+}
+
+/// As above with the slot in the flat region: the main thread's removal
+/// takes `RawPool::remove`'s inline path.
+#[test]
+fn a_reader_keeps_a_drop_free_value_whose_batch_is_reused_unwalked_in_the_flat_region() {
+    reader_keeps_drop_free_value(
+        "a_reader_keeps_a_drop_free_value_whose_batch_is_reused_unwalked_in_the_flat_region",
+        4,
+    );
+}
+
+/// The model above, with `flat_slots` slots in the flat region.
+fn reader_keeps_drop_free_value(name: &str, flat_slots: u32) {
     let reused = Reached::default();
     let read_it = Reached::default();
     let (reused_in, read_in) = (reused.clone(), read_it.clone());
-    explore(
-        "a_reader_keeps_a_drop_free_value_whose_batch_is_reused_unwalked",
-        move || {
-            let config = Config {
-                stripes: 2,
-                magazines: true,
-                ..Config::tiny(8, 1)
-            };
-            let pool = Arc::new(HandlePool::<Plain>::with_config(config));
-            let first = pool.insert(Plain::new(1));
-            let reader = {
-                let pool = Arc::clone(&pool);
-                loom::thread::spawn(move || {
-                    let guard = pin();
-                    let value = pool.get(first, &guard)?;
-                    loom::thread::yield_now();
-                    Some(value.read())
-                })
-            };
-            assert!(pool.remove(first));
-            pool.flush();
-            let second = pool.insert(Plain::new(2));
-            if second.index() == first.index() {
-                reused_in.mark();
-            }
-            {
+    explore(name, move || {
+        let config = Config {
+            stripes: 2,
+            magazines: true,
+            flat_slots,
+            ..Config::tiny(8, 1)
+        };
+        let pool = Arc::new(HandlePool::<Plain>::with_config(config));
+        let first = pool.insert(Plain::new(1));
+        let reader = {
+            let pool = Arc::clone(&pool);
+            loom::thread::spawn(move || {
                 let guard = pin();
-                assert!(pool.get(first, &guard).is_none(), "a stale handle resolved");
-                assert_eq!(pool.get(second, &guard).map(Plain::read), Some(2));
-            }
-            if let Some(read) = reader.join().unwrap() {
-                assert_eq!(read, 1, "a value was overwritten under its reader");
-                read_in.mark();
-            }
-        },
-    );
+                let value = pool.get(first, &guard)?;
+                loom::thread::yield_now();
+                Some(value.read())
+            })
+        };
+        assert!(pool.remove(first));
+        pool.flush();
+        let second = pool.insert(Plain::new(2));
+        if second.index() == first.index() {
+            reused_in.mark();
+        }
+        {
+            let guard = pin();
+            assert!(pool.get(first, &guard).is_none(), "a stale handle resolved");
+            assert_eq!(pool.get(second, &guard).map(Plain::read), Some(2));
+        }
+        if let Some(read) = reader.join().unwrap() {
+            assert_eq!(read, 1, "a value was overwritten under its reader");
+            read_in.mark();
+        }
+    });
     reused.assert("the slot reused after the flush");
     read_it.assert("the reader found the value");
 }
