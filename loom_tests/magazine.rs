@@ -202,12 +202,34 @@ fn full_pool_takes_magazine_slots(name: &str, config: Config) {
 /// lost (the teardown fills every slot and reads every value back).
 #[test]
 fn a_refill_racing_a_shared_pop_hands_each_slot_out_once() {
-    Model {
-        config: Config {
+    refill_races_shared_pop(
+        "a_refill_racing_a_shared_pop_hands_each_slot_out_once",
+        Config {
             stripes: 1,
             magazines: true,
             ..Config::tiny(8, 4)
         },
+    );
+}
+
+/// As above, in the flat region: the setup's removals by the magazine's
+/// owner take `RawPool::remove`'s inline path, and the racing insertions
+/// reach their slots through the flat region's count.
+#[test]
+fn a_refill_racing_a_shared_pop_hands_each_slot_out_once_in_the_flat_region() {
+    refill_races_shared_pop(
+        "a_refill_racing_a_shared_pop_hands_each_slot_out_once_in_the_flat_region",
+        in_the_flat_region(Config {
+            stripes: 1,
+            magazines: true,
+            ..Config::tiny(8, 4)
+        }),
+    );
+}
+
+fn refill_races_shared_pop(name: &str, config: Config) {
+    Model {
+        config,
         values: 7,
         setup: setup(|pool, r| {
             for id in 0..3 {
@@ -237,7 +259,7 @@ fn a_refill_racing_a_shared_pop_hands_each_slot_out_once() {
             r.observe_all(pool);
         }),
     }
-    .check("a_refill_racing_a_shared_pop_hands_each_slot_out_once");
+    .check(name);
 }
 
 /// The back-pressure rounds seal the caller's own partial batches, its
