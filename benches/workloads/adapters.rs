@@ -140,7 +140,16 @@ pub struct HandlePoolGuard(HandlePool<u64>);
 /// Session of [`HandlePoolGuard`].
 pub struct HandlePoolGuardSession<'a> {
     pool: &'a HandlePool<u64>,
-    guard: Guard,
+    // Apart from the pool reference, as a user's loop keeps the two in
+    // separate locals: a re-pin is a call that takes the guard's address,
+    // and with the guard inline that address was the session's, so the pool
+    // reference went to memory and was reloaded before every lookup (one
+    // more load per lookup, 8-10% of held-guard `get` at 100k; BENCHES.md,
+    // "The pool reference in a register"). `get` never reads through the
+    // guard, so the box costs nothing per operation. concurrent-slotmap's
+    // session keeps its guard inline: its re-pin is inlined, its `get`
+    // reads the guard, and boxed it measured slower (BENCHES.md, session 23).
+    guard: Box<Guard>,
 }
 
 impl Pool for HandlePoolGuard {
@@ -155,7 +164,7 @@ impl Pool for HandlePoolGuard {
     fn session<R>(&self, f: impl FnOnce(&mut Self::Session<'_>) -> R) -> R {
         f(&mut HandlePoolGuardSession {
             pool: &self.0,
-            guard: handle_pool::pin(),
+            guard: Box::new(handle_pool::pin()),
         })
     }
     fn capacity(&self) -> Option<usize> {
