@@ -255,7 +255,20 @@ impl<T> RawPool<T> {
 
     #[inline]
     pub(crate) fn contains(&self, handle: Handle) -> bool {
-        self.find_occupied(handle, |_| ()).is_some()
+        // Relaxed: no value is read. A handle that reached this thread
+        // through any happens-before edge after its insert finds its word
+        // (read-write coherence), as with `Acquire`. The word, or the fresh
+        // word where no slot exists, is compared once after the paths meet:
+        // the comparison's flag then widens in a zeroed register, where a
+        // `false` merged in from the missing-bucket path made it a byte write
+        // that waits on the previous lookup's (BENCHES.md, "One comparison
+        // for `contains`").
+        let word = self.storage.find_or(
+            handle.index(),
+            |slot| slot.word.load(Ordering::Relaxed),
+            SlotWord::FRESH.to_bits(),
+        );
+        word == SlotWord::occupied(handle).to_bits()
     }
 
     /// The value `handle` refers to, protected by `_guard`.

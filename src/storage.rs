@@ -208,10 +208,24 @@ impl<T> Storage<T> {
         index: u32,
         found: impl FnOnce(&'a Slot<T>) -> Option<R>,
     ) -> Option<R> {
+        self.find_or(index, found, None)
+    }
+
+    /// `found` of the slot at `index`, or `missing` if its bucket was never
+    /// allocated: [`find`](Self::find) for an answer that has a value of
+    /// its own for "no slot", such as a slot word (`contains` compares the
+    /// fresh word then, and its paths meet before one comparison).
+    #[inline(always)]
+    pub(crate) fn find_or<'a, R>(
+        &'a self,
+        index: u32,
+        found: impl FnOnce(&'a Slot<T>) -> R,
+        missing: R,
+    ) -> R {
         if let Some(slot) = self.flat_slot(index) {
             return found(slot);
         }
-        self.find_in_buckets(index, found)
+        self.find_in_buckets(index, found, missing)
     }
 
     /// The slot at `index` if the flat region holds it (committed).
@@ -241,19 +255,20 @@ impl<T> Storage<T> {
         Some(unsafe { &*flat.add(index as usize) })
     }
 
-    /// `find` for an index the flat region does not hold (yet).
+    /// `find_or` for an index the flat region does not hold (yet).
     #[inline(always)]
     fn find_in_buckets<'a, R>(
         &'a self,
         index: u32,
-        found: impl FnOnce(&'a Slot<T>) -> Option<R>,
-    ) -> Option<R> {
+        found: impl FnOnce(&'a Slot<T>) -> R,
+        missing: R,
+    ) -> R {
         let shifted = index as u64 + self.first;
         // Acquire pairs with the Release CAS in `allocate_bucket`: the slots
         // are initialised before we read through the pointer.
         let biased = self.buckets[Self::bucket_of(shifted)].load(Ordering::Acquire);
         if biased == unallocated() {
-            return None;
+            return missing;
         }
         // SAFETY: an allocated entry holds `bucket - start` for a bucket of
         // `bucket_len` initialised slots whose shifted indices start at
