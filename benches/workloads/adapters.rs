@@ -49,6 +49,12 @@ pub trait Session {
     fn remove(&mut self, key: Self::Key) -> bool;
     /// A copy of the value, if present.
     fn get(&mut self, key: Self::Key) -> Option<u64>;
+    /// Whether the key is present: the pool's own test where it has one
+    /// (this default, a [`get`](Self::get), where it has not).
+    #[inline]
+    fn contains(&mut self, key: Self::Key) -> bool {
+        self.get(key).is_some()
+    }
     /// Called by every workload's timed loop after each [`REPIN_EVERY`]
     /// operations of a thread (untimed set-up, such as a prefill, does not
     /// call it): a session that holds a guard re-pins here, as a worker
@@ -130,6 +136,10 @@ impl Session for HandlePoolCallSession<'_> {
     fn get(&mut self, key: Handle) -> Option<u64> {
         self.0.get_cloned(key)
     }
+    #[inline]
+    fn contains(&mut self, key: Handle) -> bool {
+        self.0.contains(key)
+    }
 }
 
 /// `HandlePool` with a guard held across operations, re-pinned every
@@ -191,6 +201,10 @@ impl Session for HandlePoolGuardSession<'_> {
     #[inline]
     fn get(&mut self, key: Handle) -> Option<u64> {
         self.pool.get(key, &self.guard).copied()
+    }
+    #[inline]
+    fn contains(&mut self, key: Handle) -> bool {
+        self.pool.contains(key)
     }
     #[inline]
     fn quiesce(&mut self) {
@@ -257,6 +271,11 @@ macro_rules! locked_slotmap {
             fn get(&mut self, key: DefaultKey) -> Option<u64> {
                 let $l = self.0;
                 $read.get(key).copied()
+            }
+            #[inline]
+            fn contains(&mut self, key: DefaultKey) -> bool {
+                let $l = self.0;
+                $read.contains_key(key)
             }
         }
     };
@@ -342,6 +361,10 @@ impl Session for UnsyncSession<'_> {
     fn get(&mut self, key: DefaultKey) -> Option<u64> {
         self.0.get(key).copied()
     }
+    #[inline]
+    fn contains(&mut self, key: DefaultKey) -> bool {
+        self.0.contains_key(key)
+    }
 }
 
 // ---------------------------------------------------------------- sharded-slab
@@ -387,6 +410,10 @@ impl Session for ShardedSlabSession<'_> {
     #[inline]
     fn get(&mut self, key: usize) -> Option<u64> {
         self.0.get(key).map(|entry| *entry)
+    }
+    #[inline]
+    fn contains(&mut self, key: usize) -> bool {
+        self.0.contains(key)
     }
 }
 
@@ -572,5 +599,9 @@ impl Session for DashMapSession<'_> {
     #[inline]
     fn get(&mut self, key: u64) -> Option<u64> {
         self.0.map.get(&key).map(|value| *value)
+    }
+    #[inline]
+    fn contains(&mut self, key: u64) -> bool {
+        self.0.map.contains_key(&key)
     }
 }

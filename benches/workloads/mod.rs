@@ -193,8 +193,31 @@ impl<P: Pool> GetFixture<P> {
         self.sequences.iter().map(|s| s.len() as u64).sum::<u64>() * self.repeats as u64
     }
 
-    /// One timed run: every thread looks up its sequence, `repeats` times.
+    /// One timed run: every thread looks up its sequence, `repeats` times,
+    /// with [`Session::get`].
     pub fn run(&self) -> Sample {
+        // A miss adds u64::MAX, so any miss breaks the checksum.
+        self.run_lookups(|s, key| s.get(key).unwrap_or(u64::MAX), &self.expected)
+    }
+
+    /// One timed run as [`run`](Self::run), with [`Session::contains`].
+    pub fn run_contains(&self) -> Sample {
+        let hits: Vec<u64> = self
+            .sequences
+            .iter()
+            .map(|seq| seq.len() as u64 * self.repeats as u64)
+            .collect();
+        self.run_lookups(|s, key| u64::from(s.contains(key)), &hits)
+    }
+
+    /// Every thread sums `lookup` over its sequence, `repeats` times; the
+    /// sums must be `expected`.
+    #[inline(always)]
+    fn run_lookups(
+        &self,
+        lookup: impl Fn(&mut P::Session<'_>, P::Key) -> u64 + Sync,
+        expected: &[u64],
+    ) -> Sample {
         let inputs: Vec<&[P::Key]> = self.sequences.iter().map(|s| s.as_slice()).collect();
         let repeats = self.repeats;
         let (elapsed, sums) = parallel(&self.pool, inputs, |s, seq, clock| {
@@ -206,8 +229,7 @@ impl<P: Pool> GetFixture<P> {
                 // a lookup would be a tenth of the guard-holding rows' time.
                 for chunk in seq.chunks(REPIN_EVERY as usize) {
                     for &key in chunk {
-                        // A miss adds u64::MAX, so any miss breaks the checksum.
-                        sum = sum.wrapping_add(s.get(key).unwrap_or(u64::MAX));
+                        sum = sum.wrapping_add(lookup(s, key));
                     }
                     s.quiesce();
                 }
@@ -215,12 +237,7 @@ impl<P: Pool> GetFixture<P> {
             clock.stop();
             black_box(sum)
         });
-        assert_eq!(
-            sums,
-            self.expected,
-            "{}: lookups of live keys failed",
-            P::NAME
-        );
+        assert_eq!(sums, expected, "{}: lookups of live keys failed", P::NAME);
         Sample {
             elapsed,
             ops: self.ops(),
@@ -424,6 +441,8 @@ pub fn insert<P: Pool>(threads: usize, total: usize) -> Sample {
 pub enum Workload {
     /// Random lookups of live keys in a prefilled pool of this many entries.
     Get(usize),
+    /// As `Get`, each lookup a membership test (`contains`).
+    Contains(usize),
     /// Insert then remove, per thread.
     Churn,
     /// Insert new, remove oldest, 64 live per thread.
@@ -448,6 +467,7 @@ impl Workload {
     pub fn id(self) -> String {
         match self {
             Workload::Get(n) => format!("get_{}", size_label(n)),
+            Workload::Contains(n) => format!("contains_{}", size_label(n)),
             Workload::Churn => "churn".into(),
             Workload::ChurnWindow64 => "churn_window64".into(),
             Workload::Mixed => "mixed".into(),
@@ -462,7 +482,7 @@ impl Workload {
             Workload::Churn | Workload::ChurnWindow64 => "insert+remove pairs",
             Workload::Insert => "inserts",
             Workload::Mixed => "operations",
-            Workload::Get(_) | Workload::Hot => "lookups",
+            Workload::Get(_) | Workload::Contains(_) | Workload::Hot => "lookups",
         }
     }
 
@@ -479,6 +499,10 @@ impl Workload {
         match self {
             Workload::Get(n) => format!(
                 "{} prefilled entries; each thread looks up a precomputed random sequence of live keys",
+                size_label(n)
+            ),
+            Workload::Contains(n) => format!(
+                "as get_{}, each lookup a membership test: the pool's own `contains` (`contains_key`), or a get where it has none (concurrent-slotmap)",
                 size_label(n)
             ),
             Workload::Churn => "each thread inserts a value and removes it again".into(),
@@ -540,7 +564,7 @@ impl Scale {
 pub fn ops_per_run(workload: Workload, threads: usize, scale: Scale) -> u64 {
     let split = |total: usize| ((total / threads).max(1) * threads) as u64;
     match workload {
-        Workload::Get(_) | Workload::Hot => {
+        Workload::Get(_) | Workload::Contains(_) | Workload::Hot => {
             let per_thread = (scale.get_ops / threads).max(1);
             let len = per_thread.min(SEQUENCE_MAX);
             (len * per_thread.div_ceil(len) * threads) as u64
@@ -556,6 +580,7 @@ pub fn ops_per_run(workload: Workload, threads: usize, scale: Scale) -> u64 {
 pub fn run_once<P: Pool>(workload: Workload, threads: usize, scale: Scale) -> Sample {
     match workload {
         Workload::Get(n) => GetFixture::<P>::new(n, n, threads, scale.get_ops).run(),
+        Workload::Contains(n) => GetFixture::<P>::new(n, n, threads, scale.get_ops).run_contains(),
         Workload::Hot => {
             GetFixture::<P>::new(MIXED_ENTRIES, HOT_KEYS, threads, scale.get_ops).run()
         }

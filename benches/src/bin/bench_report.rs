@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release -p handle-pool-benches --bin bench_report [-- --quick] [--reps N]
 //!     [--out BENCHES.md] [--chart benches/chart.svg] [--note "text"]
-//!     [--only get_100k,get_1M,churn,churn_window64,mixed,insert,hot] [--threads 1,2,4,8]
+//!     [--only get_100k,get_1M,contains_100k,contains_1M,churn,churn_window64,mixed,insert,hot]
+//!     [--threads 1,2,4,8]
 //! ```
 //!
 //! Runs the workloads of `benches/workloads` (shared with `cargo bench`)
@@ -126,15 +127,16 @@ usage: cargo run --release -p handle-pool-benches --bin bench_report -- [--quick
            [--out BENCHES.md] [--chart benches/chart.svg] [--note TEXT]
            [--only get_100k,churn,...] [--threads 1,2,...] [--help]
 
-  --quick         smaller runs, without get_1M; 3 repetitions unless --reps
+  --quick         smaller runs, without get_1M and contains_1M; 3 repetitions unless --reps
   --reps N        repetitions per cell (default 5, or 3 with --quick)
   --out PATH      the report to write (default BENCHES.md at the repository root);
                   its sections from the heading `# Measured by hand` on are kept
   --chart PATH    the SVG chart to write (default benches/chart.svg, or next to
                   --out, named after it, when --out is given)
   --note TEXT     a note line for the report
-  --only LIST     workloads to run, comma-separated: get_100k, get_1M, churn,
-                  churn_window64, mixed, insert, hot
+  --only LIST     workloads to run, comma-separated: get_100k, get_1M,
+                  contains_100k, contains_1M, churn, churn_window64, mixed,
+                  insert, hot
   --threads LIST  thread counts, comma-separated (default 1,2,4,8)
   -h, --help      print this message";
 
@@ -173,6 +175,7 @@ impl Plan {
             Plan {
                 workloads: vec![
                     Workload::Get(100_000),
+                    Workload::Contains(100_000),
                     Workload::Churn,
                     Workload::ChurnWindow64,
                     Workload::Mixed,
@@ -187,6 +190,8 @@ impl Plan {
                 workloads: vec![
                     Workload::Get(100_000),
                     Workload::Get(1_000_000),
+                    Workload::Contains(100_000),
+                    Workload::Contains(1_000_000),
                     Workload::Churn,
                     Workload::ChurnWindow64,
                     Workload::Mixed,
@@ -433,6 +438,30 @@ fn checks(r: &Results) -> Vec<Check> {
                 1.1,
             );
         }
+    }
+    let containses: Vec<Workload> = r
+        .plan
+        .workloads
+        .iter()
+        .copied()
+        .filter(|w| matches!(w, Workload::Contains(_)))
+        .collect();
+    for &contains in &containses {
+        // `contains` needs no guard: both handle_pool rows call it; the
+        // guard-holding one is the one the issue names.
+        let id = contains.id();
+        check(
+            format!("{id}: 1 thread vs unsynchronised SlotMap"),
+            format!("{guard} 1t / {unsync} 1t"),
+            ratio(m(contains, guard, 1), m(contains, unsync, 1)),
+            0.8,
+        );
+        check(
+            format!("{id}: 1 thread vs concurrent-slotmap guard held"),
+            format!("{guard} 1t / {cs_guard} 1t"),
+            ratio(m(contains, guard, 1), m(contains, cs_guard, 1)),
+            1.3,
+        );
     }
     let churn = Workload::Churn;
     check(
