@@ -353,6 +353,10 @@ impl Check {
     fn measured(&self) -> String {
         match self.ratio {
             None => "not measured".to_string(),
+            // A third decimal where two would round a miss onto its target.
+            Some(r) if self.at_least && r < self.required && r >= self.required - 0.005 => {
+                format!("{r:.3}x")
+            }
             Some(r) if self.at_least => format!("{r:.2}x"),
             Some(r) => format!("{r:.0}"),
         }
