@@ -17,6 +17,8 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `slotmap`     | `SlotMap<DefaultKey, u64>::get`, no synchronisation: the limit |
 //! | `cs_guard`    | concurrent-slotmap `get`, one guard held over the iteration |
+//! | `slotmap_contains` | `SlotMap::contains_key`, no synchronisation          |
+//! | `cs_guard_contains` | concurrent-slotmap `get(..).is_some()`, one guard held (it has no `contains`) |
 //! | `cs_pin`      | concurrent-slotmap `get`, pinning per call                  |
 //! | `hp_get`      | `HandlePool::get(h, &guard)`, one `handle_pool::pin()` guard held over the iteration |
 //! | `hp_contains` | `HandlePool::contains(h)` (sums the hits)                   |
@@ -188,6 +190,26 @@ fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
         &cs_keys,
         value_sum,
         pass(|| cs.pin(), |guard, k| cs.get(k, guard).map_or(0, |&v| v)),
+    );
+    // Membership tests, to set against `hp_contains` like for like:
+    // `SlotMap`'s own, and concurrent-slotmap's `get` with its value unread
+    // (it has no `contains`).
+    bench(
+        &mut group,
+        "slotmap_contains",
+        &slotmap_keys,
+        entries as u64,
+        pass(|| (), |_, k| u64::from(sm.contains_key(k))),
+    );
+    bench(
+        &mut group,
+        "cs_guard_contains",
+        &cs_keys,
+        entries as u64,
+        pass(
+            || cs.pin(),
+            |guard, k| u64::from(cs.get(k, guard).is_some()),
+        ),
     );
     bench(
         &mut group,

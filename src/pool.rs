@@ -292,7 +292,9 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
 
     /// Whether `handle` refers to a value in the pool right now.
     ///
-    /// Wait-free and needs no guard: it only loads the slot word.
+    /// Wait-free and needs no guard: it only loads the slot word. A `true`
+    /// orders the calling thread after the insert, as a `get` that finds
+    /// the value does.
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();

@@ -255,17 +255,17 @@ impl<T> RawPool<T> {
 
     #[inline]
     pub(crate) fn contains(&self, handle: Handle) -> bool {
-        // Relaxed: no value is read. A handle that reached this thread
-        // through any happens-before edge after its insert finds its word
-        // (read-write coherence), as with `Acquire`. The word, or the fresh
-        // word where no slot exists, is compared once after the paths meet:
-        // the comparison's flag then widens in a zeroed register, where a
-        // `false` merged in from the missing-bucket path made it a byte write
-        // that waits on the previous lookup's (BENCHES.md, "One comparison
-        // for `contains`").
+        // Acquire pairs with the Release store in `publish`, as in every
+        // lookup: no value is read here, but a `true` orders this thread
+        // after the insert, as a caller who signals through the pool may
+        // expect. The word, or the fresh word where no slot exists, is
+        // compared once after the paths meet: the comparison's flag then
+        // widens in a zeroed register, where a `false` merged in from the
+        // missing-bucket path made it a byte write that waits on the
+        // previous lookup's (BENCHES.md, "One comparison for `contains`").
         let word = self.storage.find_or(
             handle.index(),
-            |slot| slot.word.load(Ordering::Relaxed),
+            |slot| slot.word.load(Ordering::Acquire),
             SlotWord::FRESH.to_bits(),
         );
         word == SlotWord::occupied(handle).to_bits()

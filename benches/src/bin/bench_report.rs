@@ -353,9 +353,10 @@ impl Check {
     fn measured(&self) -> String {
         match self.ratio {
             None => "not measured".to_string(),
-            // A third decimal where two would round a miss onto its target.
+            // A miss that two decimals would round onto its target is cut
+            // to three, not rounded, so it never reads as the target.
             Some(r) if self.at_least && r < self.required && r >= self.required - 0.005 => {
-                format!("{r:.3}x")
+                format!("{:.3}x", (r * 1000.0).floor() / 1000.0)
             }
             Some(r) if self.at_least => format!("{r:.2}x"),
             Some(r) => format!("{r:.0}"),
@@ -785,7 +786,7 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
     );
     let _ = writeln!(
         s,
-        "- Work per run, split evenly over the threads: {} lookups (get, hot), {} \
+        "- Work per run, split evenly over the threads: {} lookups (get, contains, hot), {} \
          insert+remove pairs (churn, churn_window64), {} operations (mixed), {} inserts (insert).",
         r.plan.scale.get_ops,
         r.plan.scale.churn_pairs,
