@@ -154,7 +154,7 @@ pub struct HandlePoolGuardSession<'a> {
     // separate locals: a re-pin is a call that takes the guard's address,
     // and with the guard inline that address was the session's, so the pool
     // reference went to memory and was reloaded before every lookup (one
-    // more load per lookup, 8-10% of held-guard `get` at 100k; BENCHES.md,
+    // more load per lookup, 7-10% of held-guard `get` at 100k; BENCHES.md,
     // "The pool reference in a register"). `get` never reads through the
     // guard, so the box costs nothing per operation. concurrent-slotmap's
     // session keeps its guard inline: its re-pin is inlined, its `get`
