@@ -242,9 +242,8 @@ impl<T> Storage<T> {
             // SAFETY: `new` sets `flat` once, to the region's base (never
             // null: `Region::reserve` refuses a mapping at address 0), to a
             // dangling pointer, or under loom to a `Box`'s: all non-null.
-            // Telling the compiler so lets
-            // it test `index` alone, not the computed address for `None`'s
-            // null niche as well.
+            // Telling the compiler so lets it test `index` alone, not the
+            // computed address for `None`'s null niche as well.
             unsafe { core::hint::unreachable_unchecked() }
         }
         // SAFETY: `index` is below the committed count, so `flat + index`
@@ -327,12 +326,12 @@ impl<T> Storage<T> {
         if end <= self.flat_committed.load(Ordering::Relaxed) {
             return;
         }
+        // Under loom the slots were constructed with the storage: nothing
+        // to map.
         if !cfg!(all(test, handle_pool_loom)) {
             self.map_flat(end);
-        } else {
-            // Under loom the slots were constructed with the storage.
         }
-        // Release pairs with the Acquire load in `find`: the slots' pages
+        // Release pairs with the Acquire load in `flat_slot`: the slots' pages
         // are readable and writable (and zero where fresh: `FREE(0, 0)`)
         // before any thread that sees the count reads them. `fetch_max`: a
         // racing committer may have published more.
