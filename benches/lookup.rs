@@ -8,7 +8,15 @@
 //! * `random`: the keys in an order shuffled once with a seeded
 //!   `fastrand::Rng` (the same permutation for every contender);
 //! * `sequential`: the keys in insertion order (for each table here, that is
-//!   slot index order).
+//!   slot index order);
+//! * `half_stale` (100k only): the random order, after half the values
+//!   (the same ones, picked with a seeded `fastrand::Rng`) were removed from
+//!   every table, so half the lookups miss at random. A lookup that branches
+//!   on its answer pays a mispredicted branch for most misses; one that
+//!   computes its answer without a branch does not. `contains` answers
+//!   without one, like `SlotMap::contains_key` and concurrent-slotmap's
+//!   `get(..).is_some()`: this group keeps it so (BENCHES.md, "A `contains`
+//!   that branches on its answer").
 //!
 //! Each group has one function id per contender, so their ratios read side by
 //! side:
@@ -25,7 +33,7 @@
 //! | `hp_cloned`   | `HandlePool::get_cloned(h)` (pins per call)                 |
 //! | `hp_with`     | `HandlePool::with(h, \|v\| *v)` (pins per call)              |
 //!
-//! One iteration is [`LOOKUPS`] lookups, all hits, summed into a
+//! One iteration is [`LOOKUPS`] lookups (all hits but in `half_stale`), summed into a
 //! `black_box`ed accumulator: the next window of that many keys in the
 //! contender's key order. At 100k entries a window is a whole pass; at 1M
 //! the windows take turns, so the iterations together still visit the whole
@@ -70,6 +78,17 @@ struct Tables {
 }
 
 impl Tables {
+    /// Removes the values at `positions` (insert numbers) from every table.
+    fn remove(&mut self, positions: &[u32]) {
+        let guard = self.cs.pin();
+        for &i in positions {
+            let i = i as usize;
+            assert!(self.slotmap.remove(self.slotmap_keys[i]).is_some());
+            assert!(self.cs.remove(self.cs_keys[i], &guard).is_some());
+            assert!(self.hp.remove(self.hp_keys[i]));
+        }
+    }
+
     fn new(entries: usize) -> Self {
         let mut slotmap = SlotMap::with_capacity(entries);
         let slotmap_keys: Vec<DefaultKey> =
@@ -156,21 +175,40 @@ fn bench<K: Copy>(
     });
 }
 
-fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
-    let entries = tables.hp_keys.len();
-    let order = order(entries, random);
-    let slotmap_keys = arrange(&tables.slotmap_keys, &order);
-    let cs_keys = arrange(&tables.cs_keys, &order);
-    let hp_keys = arrange(&tables.hp_keys, &order);
-    drop(order);
-    // Value `i` is the `i`-th insert, so a pass over all keys sums to this
-    // in any order.
-    let value_sum = (entries as u64) * (entries as u64 - 1) / 2;
+/// What a pass over all the keys of a table sums to: the number of values
+/// in it and their sum (value `i` is the `i`-th insert, so neither depends
+/// on the order).
+struct Expected {
+    hits: u64,
+    value_sum: u64,
+}
 
-    let mut group = c.benchmark_group(format!(
-        "lookup/{label}/{}",
-        if random { "random" } else { "sequential" }
-    ));
+impl Expected {
+    /// Every value of `0..entries` but those at `removed`.
+    fn without(entries: usize, removed: &[u32]) -> Self {
+        let all = (entries as u64) * (entries as u64 - 1) / 2;
+        Expected {
+            hits: (entries - removed.len()) as u64,
+            value_sum: all - removed.iter().map(|&i| u64::from(i)).sum::<u64>(),
+        }
+    }
+}
+
+/// The group `lookup/{label}/{kind}` over `tables`' keys in `order`.
+fn lookup_group(
+    c: &mut Criterion,
+    tables: &Tables,
+    label: &str,
+    kind: &str,
+    order: &[u32],
+    expected: &Expected,
+) {
+    let slotmap_keys = arrange(&tables.slotmap_keys, order);
+    let cs_keys = arrange(&tables.cs_keys, order);
+    let hp_keys = arrange(&tables.hp_keys, order);
+    let Expected { hits, value_sum } = *expected;
+
+    let mut group = c.benchmark_group(format!("lookup/{label}/{kind}"));
     // One iteration is LOOKUPS lookups (up to milliseconds when they miss
     // the cache): flat sampling keeps the runs to the measurement time.
     group.sampling_mode(SamplingMode::Flat);
@@ -198,14 +236,14 @@ fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
         &mut group,
         "slotmap_contains",
         &slotmap_keys,
-        entries as u64,
+        hits,
         pass(|| (), |_, k| u64::from(sm.contains_key(k))),
     );
     bench(
         &mut group,
         "cs_guard_contains",
         &cs_keys,
-        entries as u64,
+        hits,
         pass(
             || cs.pin(),
             |guard, k| u64::from(cs.get(k, guard).is_some()),
@@ -231,7 +269,7 @@ fn lookup_group(c: &mut Criterion, tables: &Tables, label: &str, random: bool) {
         &mut group,
         "hp_contains",
         &hp_keys,
-        entries as u64,
+        hits,
         pass(|| (), |_, k| u64::from(hp.contains(k))),
     );
     bench(
@@ -265,9 +303,24 @@ fn main() {
         .measurement_time(measurement)
         .configure_from_args();
     for (entries, label) in SIZES {
-        let tables = Tables::new(entries);
-        for random in [true, false] {
-            lookup_group(&mut c, &tables, label, random);
+        let mut tables = Tables::new(entries);
+        let all = Expected::without(entries, &[]);
+        for (kind, random) in [("random", true), ("sequential", false)] {
+            lookup_group(&mut c, &tables, label, kind, &order(entries, random), &all);
+        }
+        if entries == 100_000 {
+            let mut rng = fastrand::Rng::with_seed(SEED ^ 0x57a1e);
+            let removed: Vec<u32> = (0..entries as u32).filter(|_| rng.bool()).collect();
+            tables.remove(&removed);
+            let expected = Expected::without(entries, &removed);
+            lookup_group(
+                &mut c,
+                &tables,
+                label,
+                "half_stale",
+                &order(entries, true),
+                &expected,
+            );
         }
     }
     c.final_summary();
