@@ -620,6 +620,11 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// Removes every value, returning `(handle, value)` pairs. Every old
     /// handle is stale afterwards, whether or not the iterator is consumed.
     ///
+    /// # Panics
+    /// When the iterator is dropped, if the `Drop` of a value it had not
+    /// yielded panics: after every such value was dropped, with the first
+    /// panic (as [`clear`](Self::clear)).
+    ///
     /// ```
     /// let mut pool = handle_pool::HandlePool::new();
     /// let h = pool.insert(5);

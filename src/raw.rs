@@ -18,7 +18,7 @@ use crate::hint::cold_path;
 use crate::lists::{Chain, RemovalBatch};
 use crate::magazine::{Magazine, Section};
 use crate::reclaim::Reclaimer;
-use crate::slot::{Panic, Slot, SlotWord, State, NIL};
+use crate::slot::{keep_first, Panic, Slot, SlotWord, State, NIL};
 use crate::storage::{Slots, Storage};
 use crate::stripe::{StripeIndex, Stripes};
 use crate::sync::{asymmetric_fences, yield_now, AtomicU64, Ordering, Patience};
@@ -1283,7 +1283,7 @@ impl<T> RawPool<T> {
             if vacant.state() == State::Free {
                 free = Some(Chain::prepend(free, index));
             }
-            first_panic = first_panic.or(panic);
+            keep_first(&mut first_panic, panic);
         }
         let home = self.stripes.home();
         if let Some(chain) = free {
@@ -1712,8 +1712,18 @@ impl<T> Iterator for Drained<'_, T> {
 }
 
 impl<T> Drop for Drained<'_, T> {
+    /// Drops the values not taken, every one even if some `Drop` panics
+    /// (as `clear` does), then re-raises the first such panic.
     fn drop(&mut self) {
-        self.for_each(drop);
+        let mut first_panic = None;
+        for (_, value) in self.by_ref() {
+            let panic =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err();
+            keep_first(&mut first_panic, panic);
+        }
+        if let Some(panic) = first_panic {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::announce::{self, IDLE};
 use crate::lists::{Chain, SealedBatch};
-use crate::slot::{SlotWord, State, NIL};
+use crate::slot::{discard, SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
 use crate::sync::{
@@ -324,7 +324,9 @@ fn reclaim_batch<T>(
         let (vacant, panic) =
             unsafe { slot.reclaim(word.generation(), Chain::link_to(free), max_generation) };
         // Not the inserting caller's business: see the module docs.
-        drop(panic);
+        if let Some(panic) = panic {
+            discard(panic);
+        }
         if vacant.state() == State::Free {
             free = Some(Chain::prepend(free, index));
         }

@@ -24,6 +24,27 @@ const _: () = assert!(
 /// A panic caught from a value's `Drop`, to be re-raised or discarded.
 pub(crate) type Panic = Box<dyn std::any::Any + Send + 'static>;
 
+/// Drops a caught panic that will not be re-raised. Its payload is the
+/// user's, and the payload's own `Drop` may panic in turn: that panic is
+/// caught too and its payload leaked, so that no payload unwinds out of
+/// the pool's bookkeeping (a reclamation's walk, an exclusive pass) and
+/// leaves it half done.
+pub(crate) fn discard(panic: Panic) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(panic))) {
+        core::mem::forget(again);
+    }
+}
+
+/// Keeps the first of a pass's panics in `first`, to be re-raised when the
+/// pass is done, and discards the others (see [`discard`]).
+pub(crate) fn keep_first(first: &mut Option<Panic>, panic: Option<Panic>) {
+    match (first.is_some(), panic) {
+        (false, panic) => *first = panic,
+        (true, Some(later)) => discard(later),
+        (true, None) => {}
+    }
+}
+
 /// The slot state, as stored in bits 62..64 of the word (see the state
 /// table: `OCCUPIED` is `0` with a generation of at least 1; the all-zero
 /// word is the fresh `FREE(0, 0)`).

@@ -203,3 +203,123 @@ fn a_pool_used_from_a_thread_local_destructor_still_works() {
     let h = pool.insert(1);
     assert_eq!(pool.get_cloned(h), Some(1));
 }
+
+/// A panic payload whose own `Drop` panics (review, session 25).
+struct PanickingPayload;
+
+impl Drop for PanickingPayload {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("the payload's drop panics");
+        }
+    }
+}
+
+/// Counts its drops; panics in `Drop` as `panics` says: with a plain
+/// message, or with a [`PanickingPayload`].
+struct Dropped {
+    drops: Arc<std::sync::atomic::AtomicUsize>,
+    panics: Panics,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Panics {
+    No,
+    Plainly,
+    WithABadPayload,
+}
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.drops
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.panics {
+            Panics::No => {}
+            Panics::Plainly => panic!("a value's drop panics"),
+            Panics::WithABadPayload => std::panic::panic_any(PanickingPayload),
+        }
+    }
+}
+
+/// Ten values, those at the given positions panicking as given, and their
+/// drop counter.
+fn ten_values(
+    panicking: &[(usize, Panics)],
+) -> (Vec<Dropped>, Arc<std::sync::atomic::AtomicUsize>) {
+    let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let values = (0..10)
+        .map(|i| Dropped {
+            drops: Arc::clone(&drops),
+            panics: panicking
+                .iter()
+                .find(|&&(at, _)| at == i)
+                .map_or(Panics::No, |&(_, how)| how),
+        })
+        .collect();
+    (values, drops)
+}
+
+/// `reclaim_batch` caught a value's panic but dropped the payload outside
+/// any catch: a payload whose `Drop` panicked unwound out of `flush` (and
+/// of any `insert` or `remove` that reclaimed the batch), leaving the slots
+/// already vacated in that batch on a chain no list ever got (lost for
+/// good) and the rest of the batch `REMOVED` until `&mut`.
+#[test]
+fn a_panic_payload_whose_drop_panics_does_not_escape_a_flush() {
+    let (values, drops) = ten_values(&[(3, Panics::WithABadPayload)]);
+    let pool = HandlePool::new();
+    let handles: Vec<Handle> = values.into_iter().map(|v| pool.insert(v)).collect();
+    for &h in &handles {
+        assert!(pool.remove(h));
+    }
+    let flushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.flush()));
+    assert!(flushed.is_ok(), "a panic escaped flush");
+    assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 10);
+    // Every vacated slot is reusable: the next inserts reuse all ten.
+    let (again, _) = ten_values(&[]);
+    let mut reused: Vec<u32> = again
+        .into_iter()
+        .chain(ten_values(&[]).0)
+        .map(|v| pool.insert(v).index())
+        .filter(|i| handles.iter().any(|h| h.index() == *i))
+        .collect();
+    reused.sort_unstable();
+    reused.dedup();
+    assert_eq!(reused.len(), 10, "slots lost: only {reused:?} reused");
+}
+
+/// `reclaim_all` kept the first panic with `Option::or`, which dropped a
+/// later payload outside any catch: a payload whose `Drop` panicked unwound
+/// out of `clear` half done, with `len` still counting the values dropped.
+#[test]
+fn clear_finishes_past_a_panic_payload_whose_drop_panics() {
+    let (values, drops) = ten_values(&[(2, Panics::Plainly), (5, Panics::WithABadPayload)]);
+    let mut pool = HandlePool::new();
+    let handles: Vec<Handle> = values.into_iter().map(|v| pool.insert(v)).collect();
+    let cleared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.clear()));
+    let payload = cleared.expect_err("the first panic is re-raised");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"a value's drop panics")
+    );
+    assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 10);
+    assert_eq!(pool.len(), 0);
+    assert_eq!(pool.iter(&pin()).count(), 0);
+    assert!(handles.iter().all(|&h| !pool.contains(h)));
+}
+
+/// `Drain`'s `Drop` was `for_each(drop)`: the first panicking `Drop` stopped
+/// it, and the values after it stayed in the pool, their handles resolving,
+/// although `drain` promises every old handle stale whether or not the
+/// iterator is consumed.
+#[test]
+fn dropping_a_drain_drops_every_value_even_if_one_panics() {
+    let (values, drops) = ten_values(&[(1, Panics::Plainly)]);
+    let mut pool = HandlePool::new();
+    let handles: Vec<Handle> = values.into_iter().map(|v| pool.insert(v)).collect();
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(pool.drain())));
+    assert!(dropped.is_err(), "the first panic is re-raised");
+    assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 10);
+    assert_eq!(pool.len(), 0);
+    assert!(handles.iter().all(|&h| !pool.contains(h)));
+}
