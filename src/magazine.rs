@@ -192,12 +192,19 @@ impl Drop for Section<'_> {
 }
 
 impl Revoked<'_> {
-    /// Takes everything out of the lists.
+    /// Takes everything out of the lists. The free list is walked to its
+    /// end (a chain needs its last slot), so this costs a step per free slot.
     pub(crate) fn take<T>(&self, storage: &Storage<T>) -> Contents {
         Contents {
             free: self.magazine.free.take_owned(storage),
-            removed: self.magazine.removals.take_owned(),
+            removed: self.removals(),
         }
+    }
+
+    /// Takes only the removal batch, at once; the free slots stay for the
+    /// owner.
+    pub(crate) fn removals(&self) -> Option<SealedBatch> {
+        self.magazine.removals.take_owned()
     }
 }
 

@@ -154,6 +154,16 @@ fn publish<T>(acquired: Acquired<'_, T>, value: T) -> Handle {
     handle
 }
 
+/// What [`RawPool::seal_and_reclaim_all`] does with the magazines.
+#[derive(Clone, Copy)]
+enum Magazines {
+    /// Seals their partial batches; their free slots stay with their owners.
+    Sealed,
+    /// Seals their partial batches and moves their free slots onto the
+    /// shared lists.
+    Emptied,
+}
+
 impl<T> RawPool<T> {
     pub(crate) fn new(config: Config) -> Self {
         let config = config.resolved();
@@ -742,7 +752,8 @@ impl<T> RawPool<T> {
     /// that can be, and look at every stripe once more.
     #[cold]
     fn last_resort(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
-        self.seal_and_reclaim_all(home);
+        // Every free slot where any insert can pop it.
+        self.seal_and_reclaim_all(home, Magazines::Emptied);
         self.stripes
             .all_from(home)
             .find_map(|stripe| self.pop_from(stripe))
@@ -841,11 +852,21 @@ impl<T> RawPool<T> {
 
     /// Seals every stripe's partial batch and reclaims every batch no
     /// reader holds back (a guard or a one-call read that began before its
-    /// seal) onto `home`'s free list.
-    fn seal_and_reclaim_all(&self, home: StripeIndex) {
+    /// seal) onto `home`'s free list. With [`Magazines::Emptied`] the
+    /// magazines' free slots go onto their stripes' shared lists too.
+    fn seal_and_reclaim_all(&self, home: StripeIndex, magazines: Magazines) {
         for stripe in self.stripes.all_from(home) {
-            if self.stripes.have_magazines() && self.stripes[stripe].magazine.holds_anything() {
-                self.empty_magazine(stripe, REVOKE_PATIENCE);
+            if self.stripes.have_magazines() {
+                let magazine = &self.stripes[stripe].magazine;
+                match magazines {
+                    Magazines::Emptied if magazine.holds_anything() => {
+                        self.empty_magazine(stripe, REVOKE_PATIENCE);
+                    }
+                    Magazines::Sealed if magazine.has_removals() => {
+                        self.seal_magazine(stripe, REVOKE_PATIENCE);
+                    }
+                    _ => {}
+                }
             }
             self.seal_shared(stripe);
         }
@@ -873,10 +894,28 @@ impl<T> RawPool<T> {
         true
     }
 
+    /// Seals `stripe`'s magazine's partial batch, as `empty_magazine` does,
+    /// but leaves its free slots to its owner: moving them means walking
+    /// them (`Revoked::take`), a step per slot, and a magazine's list can
+    /// hold a whole stripe's free slots. Returns whether it got the magazine.
+    fn seal_magazine(&self, stripe: StripeIndex, patience: u32) -> bool {
+        let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
+            return false;
+        };
+        let removed = revoked.removals();
+        drop(revoked);
+        if let Some(batch) = removed {
+            self.reclaimer.seal(stripe, batch);
+        }
+        true
+    }
+
     /// Drops every removed value no guard protects and makes its slot
     /// reusable: see [`HandlePool::flush`](crate::HandlePool::flush).
     pub(crate) fn flush(&self) {
-        self.seal_and_reclaim_all(self.stripes.home());
+        // Only the removals: a flush is for drops, and its cost must not
+        // grow with the free slots the magazines hold.
+        self.seal_and_reclaim_all(self.stripes.home(), Magazines::Sealed);
     }
 
     /// Reserves up to `count` never-used slots with one atomic step, puts
