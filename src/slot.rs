@@ -24,15 +24,23 @@ const _: () = assert!(
 /// A panic caught from a value's `Drop`, to be re-raised or discarded.
 pub(crate) type Panic = Box<dyn std::any::Any + Send + 'static>;
 
+/// How many payloads deep [`discard`] drops before it leaks one.
+const DISCARD_DEPTH: usize = 4;
+
 /// Drops a caught panic that will not be re-raised. Its payload is the
 /// user's, and the payload's own `Drop` may panic in turn: that panic is
-/// caught too and its payload leaked, so that no payload unwinds out of
-/// the pool's bookkeeping (a reclamation's walk, an exclusive pass) and
-/// leaves it half done.
-pub(crate) fn discard(panic: Panic) {
-    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(panic))) {
-        core::mem::forget(again);
+/// caught and its payload dropped the same way, [`DISCARD_DEPTH`] deep,
+/// and the next leaked (a `Drop` could panic forever), so that no payload
+/// unwinds out of the pool's bookkeeping (a reclamation's walk, an
+/// exclusive pass) and leaves it half done.
+pub(crate) fn discard(mut panic: Panic) {
+    for _ in 0..DISCARD_DEPTH {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(panic))) {
+            Ok(()) => return,
+            Err(again) => panic = again,
+        }
     }
+    core::mem::forget(panic);
 }
 
 /// Keeps the first of a pass's panics in `first`, to be re-raised when the
