@@ -41,6 +41,20 @@ impl Chain {
             last: chain.map_or(index, |c| c.last),
         }
     }
+
+    /// The chain from `first` to the slot whose link is `NIL`, found by
+    /// walking it: a step per slot. The caller owns the chain, so its links
+    /// stay put (read Relaxed).
+    pub(crate) fn walked<T>(storage: &Storage<T>, first: u32) -> Chain {
+        let mut last = first;
+        loop {
+            let next = SlotWord::from_bits(storage.slot(last).word.load(Ordering::Relaxed)).link();
+            if next == NIL {
+                return Chain { first, last };
+            }
+            last = next;
+        }
+    }
 }
 
 /// The step a pop takes from the list word `head`: the first slot's index,
@@ -187,6 +201,28 @@ impl FreeList {
         }
     }
 
+    /// Makes the chain the caller owns from `first` (its last link `NIL`)
+    /// the list's contents if the list is empty, keeping the pop count:
+    /// the chain's `NIL` stays the list's end, so its last slot need not be
+    /// known, nor found by a walk. `false`, and nothing done, if the list is
+    /// not empty.
+    pub(crate) fn push_if_empty(&self, first: u32) -> bool {
+        let mut head = self.word.load(Ordering::Relaxed);
+        while low(head) == NIL {
+            // Release pairs with the Acquire in `pop`: as in `push`.
+            match self.word.compare_exchange_weak(
+                head,
+                pack(high(head), first),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => head = actual,
+            }
+        }
+        false
+    }
+
     /// Pushes a chain of free slots the caller owns, already linked
     /// `first` → … → `last`; `last`'s link is overwritten.
     pub(crate) fn push<T>(&self, storage: &Storage<T>, chain: Chain) {
@@ -252,23 +288,16 @@ impl FreeList {
         self.word.store(pack(high(head), first), Ordering::Relaxed);
     }
 
-    /// Takes every slot off an owned list, as a chain, keeping the pop count.
-    pub(crate) fn take_owned<T>(&self, storage: &Storage<T>) -> Option<Chain> {
+    /// Takes every slot off an owned list, keeping the pop count: returns
+    /// the first (the rest follow its links to `NIL`), without a walk.
+    pub(crate) fn take_owned(&self) -> Option<u32> {
         let head = self.word.load(Ordering::Relaxed);
         let first = low(head);
         if first == NIL {
             return None;
         }
-        let mut last = first;
-        loop {
-            let next = SlotWord::from_bits(storage.slot(last).word.load(Ordering::Relaxed)).link();
-            if next == NIL {
-                break;
-            }
-            last = next;
-        }
         self.word.store(pack(high(head), NIL), Ordering::Relaxed);
-        Some(Chain { first, last })
+        Some(first)
     }
 
     /// Stores `FREE` over every `REMOVED` word on an owned list (or any

@@ -1,6 +1,6 @@
 #![doc = include_str!("../docs/magazine.md")]
 
-use crate::lists::{Chain, FreeList, RemovalBatch, SealedBatch};
+use crate::lists::{FreeList, RemovalBatch, SealedBatch};
 use crate::storage::Storage;
 use crate::sync::{heavy_fence, light_fence, yield_now, AtomicU64, Ordering};
 
@@ -31,7 +31,8 @@ pub(crate) struct Revoked<'a> {
 
 /// What a revoker took out of a magazine.
 pub(crate) struct Contents {
-    pub(crate) free: Option<Chain>,
+    /// The first free slot; the rest follow its links to `NIL`.
+    pub(crate) free: Option<u32>,
     pub(crate) removed: Option<SealedBatch>,
 }
 
@@ -192,11 +193,10 @@ impl Drop for Section<'_> {
 }
 
 impl Revoked<'_> {
-    /// Takes everything out of the lists. The free list is walked to its
-    /// end (a chain needs its last slot), so this costs a step per free slot.
-    pub(crate) fn take<T>(&self, storage: &Storage<T>) -> Contents {
+    /// Takes everything out of the lists, at once.
+    pub(crate) fn take(&self) -> Contents {
         Contents {
-            free: self.magazine.free.take_owned(storage),
+            free: self.magazine.free.take_owned(),
             removed: self.removals(),
         }
     }

@@ -883,10 +883,16 @@ impl<T> RawPool<T> {
         let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
             return false;
         };
-        let contents = revoked.take(&self.storage);
+        let contents = revoked.take();
         drop(revoked);
-        if let Some(chain) = contents.free {
-            self.stripes[stripe].free.push(&self.storage, chain);
+        if let Some(first) = contents.free {
+            // Onto an empty shared list (the usual case: the magazine took
+            // it whole) as it is; else walked to its last slot, a step per
+            // slot, to be linked in front.
+            let free = &self.stripes[stripe].free;
+            if !free.push_if_empty(first) {
+                free.push(&self.storage, Chain::walked(&self.storage, first));
+            }
         }
         if let Some(batch) = contents.removed {
             self.reclaimer.seal(stripe, batch);
@@ -895,9 +901,10 @@ impl<T> RawPool<T> {
     }
 
     /// Seals `stripe`'s magazine's partial batch, as `empty_magazine` does,
-    /// but leaves its free slots to its owner: moving them means walking
-    /// them (`Revoked::take`), a step per slot, and a magazine's list can
-    /// hold a whole stripe's free slots. Returns whether it got the magazine.
+    /// but leaves its free slots to its owner: moving them onto a shared
+    /// list that is not empty means walking them, a step per slot, and a
+    /// magazine's list can hold a whole stripe's free slots. Returns whether
+    /// it got the magazine.
     fn seal_magazine(&self, stripe: StripeIndex, patience: u32) -> bool {
         let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
             return false;
