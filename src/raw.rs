@@ -18,7 +18,7 @@ use crate::hint::cold_path;
 use crate::lists::{Chain, RemovalBatch};
 use crate::magazine::{Magazine, Section};
 use crate::reclaim::Reclaimer;
-use crate::slot::{keep_first, Panic, Slot, SlotWord, State, NIL};
+use crate::slot::{drop_catching, keep_first, Panic, Slot, SlotWord, State, NIL};
 use crate::storage::{Slots, Storage};
 use crate::stripe::{StripeIndex, Stripes};
 use crate::sync::{asymmetric_fences, yield_now, AtomicU64, Ordering, Patience};
@@ -1763,9 +1763,7 @@ impl<T> Drop for Drained<'_, T> {
     fn drop(&mut self) {
         let mut first_panic = None;
         for (_, value) in self.by_ref() {
-            let panic =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err();
-            keep_first(&mut first_panic, panic);
+            keep_first(&mut first_panic, drop_catching(value));
         }
         if let Some(panic) = first_panic {
             std::panic::resume_unwind(panic);

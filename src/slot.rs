@@ -24,6 +24,12 @@ const _: () = assert!(
 /// A panic caught from a value's `Drop`, to be re-raised or discarded.
 pub(crate) type Panic = Box<dyn std::any::Any + Send + 'static>;
 
+/// Drops `value`, catching a panic of its `Drop`: every value of a pass is
+/// dropped whatever the others do.
+pub(crate) fn drop_catching<V>(value: V) -> Option<Panic> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err()
+}
+
 /// How many payloads deep [`discard`] drops before it leaks one.
 const DISCARD_DEPTH: usize = 4;
 
@@ -35,9 +41,9 @@ const DISCARD_DEPTH: usize = 4;
 /// exclusive pass) and leaves it half done.
 pub(crate) fn discard(mut panic: Panic) {
     for _ in 0..DISCARD_DEPTH {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(panic))) {
-            Ok(()) => return,
-            Err(again) => panic = again,
+        match drop_catching(panic) {
+            None => return,
+            Some(again) => panic = again,
         }
     }
     core::mem::forget(panic);
@@ -295,7 +301,7 @@ impl<T> Slot<T> {
             // SAFETY: the caller guarantees the value is initialised, not
             // yet dropped, and theirs.
             let value = unsafe { self.take_value() };
-            panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))).err();
+            panic = drop_catching(value);
         }
         let vacant = SlotWord::vacated(generation, link, max_generation);
         // Relaxed: whoever reuses the slot gets it through a free list's
