@@ -29,13 +29,6 @@ pub(crate) struct Revoked<'a> {
     magazine: &'a Magazine,
 }
 
-/// What a revoker took out of a magazine.
-pub(crate) struct Contents {
-    /// The first free slot; the rest follow its links to `NIL`.
-    pub(crate) free: Option<u32>,
-    pub(crate) removed: Option<SealedBatch>,
-}
-
 impl Magazine {
     pub(crate) fn new() -> Self {
         Magazine {
@@ -193,16 +186,13 @@ impl Drop for Section<'_> {
 }
 
 impl Revoked<'_> {
-    /// Takes everything out of the lists, at once.
-    pub(crate) fn take(&self) -> Contents {
-        Contents {
-            free: self.magazine.free.take_owned(),
-            removed: self.removals(),
-        }
+    /// Takes the free list, at once: its first slot (the rest follow its
+    /// links to `NIL`).
+    pub(crate) fn free(&self) -> Option<u32> {
+        self.magazine.free.take_owned()
     }
 
-    /// Takes only the removal batch, at once; the free slots stay for the
-    /// owner.
+    /// Takes the removal batch, at once.
     pub(crate) fn removals(&self) -> Option<SealedBatch> {
         self.magazine.removals.take_owned()
     }

@@ -837,7 +837,7 @@ impl<T> RawPool<T> {
         // shared lists, its partial batch sealed.
         let emptied = self.stripes.have_magazines()
             && stripe.magazine.idle_and_holding()
-            && self.empty_magazine(target, 0);
+            && self.revoke_magazine(target, 0, Magazines::Emptied);
         if (stripe.unchanged_since_last_sweep(word) || emptied)
             && !RemovalBatch::is_empty_word(word)
         {
@@ -858,14 +858,12 @@ impl<T> RawPool<T> {
         for stripe in self.stripes.all_from(home) {
             if self.stripes.have_magazines() {
                 let magazine = &self.stripes[stripe].magazine;
-                match magazines {
-                    Magazines::Emptied if magazine.holds_anything() => {
-                        self.empty_magazine(stripe, REVOKE_PATIENCE);
-                    }
-                    Magazines::Sealed if magazine.has_removals() => {
-                        self.seal_magazine(stripe, REVOKE_PATIENCE);
-                    }
-                    _ => {}
+                let due = match magazines {
+                    Magazines::Emptied => magazine.holds_anything(),
+                    Magazines::Sealed => magazine.has_removals(),
+                };
+                if due {
+                    self.revoke_magazine(stripe, REVOKE_PATIENCE, magazines);
                 }
             }
             self.seal_shared(stripe);
@@ -875,42 +873,32 @@ impl<T> RawPool<T> {
         }
     }
 
-    /// Takes everything out of `stripe`'s magazine (see `magazine`),
-    /// waiting up to `patience` yields for its owner to leave a section:
-    /// its free slots go onto the stripe's shared list, its partial batch is
-    /// sealed. Returns whether it got the magazine.
-    fn empty_magazine(&self, stripe: StripeIndex, patience: u32) -> bool {
+    /// Takes `stripe`'s magazine from its owner (see `magazine`), waiting
+    /// up to `patience` yields for it to leave a section, and seals its
+    /// partial batch; with [`Magazines::Emptied`] its free slots go onto the
+    /// stripe's shared list too. [`Magazines::Sealed`] leaves them to the
+    /// owner: moving them onto a shared list that is not empty means walking
+    /// them, a step per slot, and a magazine's list can hold a whole
+    /// stripe's free slots. Returns whether it got the magazine.
+    fn revoke_magazine(&self, stripe: StripeIndex, patience: u32, magazines: Magazines) -> bool {
         let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
             return false;
         };
-        let contents = revoked.take();
-        drop(revoked);
-        if let Some(first) = contents.free {
-            // Onto an empty shared list (the usual case: the magazine took
-            // it whole) as it is; else walked to its last slot, a step per
-            // slot, to be linked in front.
-            let free = &self.stripes[stripe].free;
-            if !free.push_if_empty(first) {
-                free.push(&self.storage, Chain::walked(&self.storage, first));
-            }
-        }
-        if let Some(batch) = contents.removed {
-            self.reclaimer.seal(stripe, batch);
-        }
-        true
-    }
-
-    /// Seals `stripe`'s magazine's partial batch, as `empty_magazine` does,
-    /// but leaves its free slots to its owner: moving them onto a shared
-    /// list that is not empty means walking them, a step per slot, and a
-    /// magazine's list can hold a whole stripe's free slots. Returns whether
-    /// it got the magazine.
-    fn seal_magazine(&self, stripe: StripeIndex, patience: u32) -> bool {
-        let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
-            return false;
+        let free = match magazines {
+            Magazines::Emptied => revoked.free(),
+            Magazines::Sealed => None,
         };
         let removed = revoked.removals();
         drop(revoked);
+        if let Some(first) = free {
+            // Onto an empty shared list (the usual case: the magazine took
+            // it whole) as it is; else walked to its last slot, a step per
+            // slot, to be linked in front.
+            let list = &self.stripes[stripe].free;
+            if !list.push_if_empty(first) {
+                list.push(&self.storage, Chain::walked(&self.storage, first));
+            }
+        }
         if let Some(batch) = removed {
             self.reclaimer.seal(stripe, batch);
         }
