@@ -92,9 +92,9 @@ impl Magazine {
         !self.free.looks_empty() || self.has_removals()
     }
 
-    /// Takes the magazine from its owner, waiting up to `patience` yields
-    /// for a section in progress to end; `None` if another revoker holds
-    /// it, the section did not end, or the heavy fence was refused.
+    /// Takes the magazine from its owner, waiting up to `patience` yields in
+    /// all for another revoker to let go of it and for a section in progress
+    /// to end; `None` if neither did in time, or the heavy fence was refused.
     pub(crate) fn revoke(&self, patience: u32) -> Option<Revoked<'_>> {
         // A revoker that would not wait gives up before the heavy fence if
         // the owner looks inside a section (Relaxed: a hint; a section seen
@@ -106,15 +106,26 @@ impl Magazine {
         if patience == 0 && self.active.load(Ordering::Relaxed) != 0 {
             return None;
         }
-        // Acquire pairs with the previous revoker's Release store of `0`.
-        self.revoking
+        let mut waited = 0;
+        // Acquire pairs with the previous revoker's Release store of `0`. A
+        // revoker holds the magazine for a bounded wait of its own and a few
+        // steps, so one that may wait waits for it too: a full pool racing
+        // the owner's `flush` would otherwise fail with a free slot in here.
+        while self
+            .revoking
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .ok()?;
+            .is_err()
+        {
+            if waited == patience {
+                return None;
+            }
+            waited += 1;
+            yield_now();
+        }
         let revoked = Revoked { magazine: self };
         if !heavy_fence() {
             return None;
         }
-        let mut waited = 0;
         // Acquire pairs with the owner's Release store of `0` on leaving a
         // section: everything it did to the lists is visible.
         while self.active.load(Ordering::Acquire) != 0 {

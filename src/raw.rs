@@ -44,9 +44,9 @@ const BEHIND_ROUNDS: usize = 64;
 const BOUND_PATIENCE: Duration = Duration::from_millis(10);
 
 /// At most this many times `flush` and a full pool give the CPU away while
-/// a magazine's owner is inside a section (a pop, or a CAS and a push),
-/// before they leave that magazine to its owner: enough for a thread
-/// preempted there to run again. (Two under loom, whose yields always let
+/// a magazine's owner is inside a section (a pop, or a CAS and a push) or
+/// another revoker holds the magazine, before they leave that magazine
+/// alone: enough for a thread preempted there to run again. (Two under loom, whose yields always let
 /// the other threads run.)
 #[cfg(not(all(test, handle_pool_loom)))]
 const REVOKE_PATIENCE: u32 = 256;
@@ -874,8 +874,8 @@ impl<T> RawPool<T> {
     }
 
     /// Takes `stripe`'s magazine from its owner (see `magazine`), waiting
-    /// up to `patience` yields for it to leave a section, and seals its
-    /// partial batch; with [`Magazines::Emptied`] its free slots go onto the
+    /// up to `patience` yields for it to leave a section (and for another
+    /// revoker to let go of it), and seals its partial batch; with [`Magazines::Emptied`] its free slots go onto the
     /// stripe's shared list too. [`Magazines::Sealed`] leaves them to the
     /// owner: moving them onto a shared list that is not empty means walking
     /// them, a step per slot, and a magazine's list can hold a whole
@@ -889,7 +889,8 @@ impl<T> RawPool<T> {
             Magazines::Sealed => None,
         };
         let removed = revoked.removals();
-        drop(revoked);
+        // Both go where others find them before the magazine is let go, so
+        // a revoker that waited for this one finds them there.
         if let Some(first) = free {
             // Onto an empty shared list (the usual case: the magazine took
             // it whole) as it is; else walked to its last slot, a step per
@@ -902,6 +903,7 @@ impl<T> RawPool<T> {
         if let Some(batch) = removed {
             self.reclaimer.seal(stripe, batch);
         }
+        drop(revoked);
         true
     }
 
