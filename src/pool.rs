@@ -786,6 +786,40 @@ impl<T, H: PoolHandle> Default for HandlePool<T, H> {
     }
 }
 
+impl<T: Clone, H: PoolHandle> Clone for HandlePool<T, H> {
+    /// A separate pool in which every handle means what it meant here: each
+    /// live handle resolves to a clone of its value, each stale handle stays
+    /// stale for good (a retired slot stays retired), and inserts into
+    /// either pool never touch the other. New inserts may be given other
+    /// handles in the clone than here.
+    ///
+    /// Under concurrency each slot is read once, and the clone holds the
+    /// state the slot had at that moment: a handle removed before the call
+    /// began never resolves in the clone, one inserted or removed during the
+    /// call may or may not. The values are cloned under one guard, held for
+    /// the whole call, so removed values wait for it before they are
+    /// dropped; a value's `clone` may use this pool. If one panics, the
+    /// clones made so far are dropped and this pool is unchanged.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// let kept = pool.insert("kept");
+    /// let gone = pool.insert("gone");
+    /// pool.remove(gone);
+    /// let copy = pool.clone();
+    /// assert_eq!(copy.get_cloned(kept), Some("kept"));
+    /// assert!(!copy.contains(gone));
+    /// copy.remove(kept);
+    /// assert!(pool.contains(kept));
+    /// ```
+    fn clone(&self) -> Self {
+        HandlePool {
+            raw: self.raw.clone(),
+            _handle: PhantomData,
+        }
+    }
+}
+
 impl<T: fmt::Debug, H: PoolHandle> fmt::Debug for HandlePool<T, H> {
     /// Lists the live `(handle, value)` pairs, pinning internally.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

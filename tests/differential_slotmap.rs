@@ -26,6 +26,8 @@ enum Op {
     Clear,
     Drain,
     Reclaim,
+    /// Both replaced by their clones, which must go on alike.
+    Clone,
 }
 
 /// A handle issued earlier, by position among all the handles issued (live
@@ -51,6 +53,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Clear),
         1 => Just(Op::Drain),
         1 => Just(Op::Reclaim),
+        1 => Just(Op::Clone),
     ]
 }
 
@@ -203,6 +206,12 @@ impl Pair {
                 assert_eq!(ours, theirs);
             }
             Op::Reclaim => self.pool.reclaim(),
+            Op::Clone => {
+                self.pool = self.pool.clone();
+                self.map = self.map.clone();
+                let (ours, theirs) = self.contents();
+                assert_eq!(ours, theirs, "contents of the clones");
+            }
         }
         assert_eq!(self.pool.len(), self.map.len(), "len after {op:?}");
         assert_eq!(self.pool.is_empty(), self.map.is_empty());

@@ -1,0 +1,198 @@
+//! Reading a pool slot by slot, and building a pool from such a list:
+//! what `serde` and `Clone` share.
+
+use super::{publish, Acquired, Chain, Guard, Ordering, RawPool, SlotWord, State};
+
+/// What one slot holds, as a serialized pool lists it.
+#[derive(Debug)]
+pub(crate) enum SlotEntry<V> {
+    /// Any state but `OCCUPIED`, with the generation of the slot's last
+    /// occupant (0 if it never had one). A slot whose bucket is not
+    /// allocated yet is `Vacant(0)`.
+    Vacant(u32),
+    /// `OCCUPIED(g)` and its value: the handle `(index, g)` resolves.
+    Live(u32, V),
+}
+
+/// Why a list of slot entries cannot become a pool.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RestoreError {
+    /// More entries than the pool may have slots.
+    TooManySlots { max: u32 },
+    /// A live entry whose generation no insert could have given.
+    LiveGeneration {
+        index: usize,
+        generation: u32,
+        max: u32,
+    },
+    /// A vacant entry whose generation does not fit a slot word.
+    VacantGeneration { index: usize, generation: u32 },
+}
+
+impl core::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            RestoreError::TooManySlots { max } => {
+                write!(f, "more than {max} slot entries (a pool has at most {max} slots)")
+            }
+            RestoreError::LiveGeneration {
+                index,
+                generation,
+                max,
+            } => write!(
+                f,
+                "slot {index}: live entry with generation {generation} (live generations are 1..={max})"
+            ),
+            RestoreError::VacantGeneration { index, generation } => write!(
+                f,
+                "slot {index}: vacant entry with generation {generation} (generations are at most {})",
+                crate::handle::MAX_GENERATION
+            ),
+        }
+    }
+}
+
+impl<T> RawPool<T> {
+    /// What slot `index` holds, from one load of its word: every entry is
+    /// a state the slot actually had. A live value is borrowed for as
+    /// long as `_guard` stays pinned, even if removed meanwhile.
+    pub(crate) fn read_slot<'a>(&'a self, index: u32, _guard: &'a Guard) -> SlotEntry<&'a T> {
+        let Some(slot) = self.storage.get(index) else {
+            // Reserved, bucket not allocated yet: never occupied.
+            return SlotEntry::Vacant(0);
+        };
+        // Acquire pairs with the Release store in `publish`: once the word
+        // says OCCUPIED, the value written before it is visible.
+        let word = SlotWord::from_bits(slot.word.load(Ordering::Acquire));
+        if word.state() == State::Occupied {
+            // SAFETY: as in `get`: OCCUPIED, seen under a guard that
+            // announced before the load, and `&'a self`.
+            SlotEntry::Live(word.generation(), unsafe { slot.value_ref() })
+        } else {
+            SlotEntry::Vacant(word.generation())
+        }
+    }
+
+    /// Checks that `entry` could describe slot `index` of this pool.
+    ///
+    /// # Errors
+    /// An index at or above `max_slots`; a live generation outside
+    /// `1..=max_generation`; a vacant generation above `MAX_GENERATION`.
+    pub(crate) fn check_entry<V>(
+        &self,
+        index: usize,
+        entry: &SlotEntry<V>,
+    ) -> Result<(), RestoreError> {
+        let max_slots = self.config.max_slots;
+        if index >= max_slots as usize {
+            return Err(RestoreError::TooManySlots { max: max_slots });
+        }
+        let max = self.config.max_generation;
+        match *entry {
+            SlotEntry::Live(generation, _) if generation == 0 || generation > max => {
+                Err(RestoreError::LiveGeneration {
+                    index,
+                    generation,
+                    max,
+                })
+            }
+            SlotEntry::Vacant(generation) if generation > crate::handle::MAX_GENERATION => {
+                Err(RestoreError::VacantGeneration { index, generation })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Gives an empty pool exactly `entries.len()` slots, slot `i` as
+    /// entry `i` says. Every entry is checked before anything is
+    /// written, so on error the values are still in `entries` and
+    /// dropped with it, and the pool stays empty. Allocates the slots
+    /// themselves only: at most about `2 * len + 64`.
+    ///
+    /// # Panics
+    /// If the pool has ever handed out a slot.
+    pub(crate) fn restore(&mut self, entries: Vec<SlotEntry<T>>) -> Result<(), RestoreError> {
+        assert_eq!(self.slots_used(), 0, "restore needs an empty pool");
+        for (index, entry) in entries.iter().enumerate() {
+            self.check_entry(index, entry)?;
+        }
+        // Checked above: every index is below `max_slots`, a `u32`.
+        let count = entries.len() as u32;
+        if count == 0 {
+            return Ok(());
+        }
+        let Some((0, reserved)) = self.reserve_fresh(count) else {
+            unreachable!("an empty pool reserves from slot 0");
+        };
+        debug_assert_eq!(reserved, count);
+        let max_generation = self.config.max_generation;
+        let mut live = 0isize;
+        // FREE slots, linked in index order: built back to front.
+        let mut free: Option<Chain> = None;
+        for (index, entry) in entries.into_iter().enumerate().rev() {
+            let index = index as u32;
+            let slot = self.storage.slot(index);
+            match entry {
+                SlotEntry::Live(generation, value) => {
+                    // `&mut self` is exclusive and the slot was just
+                    // reserved fresh: this thread owns it.
+                    let acquired = Acquired {
+                        index,
+                        slot,
+                        generation,
+                    };
+                    publish(acquired, value);
+                    live += 1;
+                }
+                SlotEntry::Vacant(generation) => {
+                    let word = SlotWord::vacated(generation, Chain::link_to(free), max_generation);
+                    // Relaxed: published by the free list's push below,
+                    // and the pool is reached through `&mut` or a move.
+                    slot.word.store(word.to_bits(), Ordering::Relaxed);
+                    if word.state() == State::Free {
+                        free = Some(Chain::prepend(free, index));
+                    }
+                }
+            }
+        }
+        let home = self.stripes.home();
+        if let Some(chain) = free {
+            self.stripes[home].free.push(&self.storage, chain);
+        }
+        // The length counts pops; the live values came without any.
+        self.stripes[home].adjust_len(live);
+        Ok(())
+    }
+}
+
+impl<V: Clone> SlotEntry<&V> {
+    /// The entry with its value cloned.
+    fn cloned(self) -> SlotEntry<V> {
+        match self {
+            SlotEntry::Vacant(generation) => SlotEntry::Vacant(generation),
+            SlotEntry::Live(generation, value) => SlotEntry::Live(generation, value.clone()),
+        }
+    }
+}
+
+impl<T: Clone> Clone for RawPool<T> {
+    /// A pool with this one's configuration and, slot for slot, the state
+    /// each slot had when it was read (once, under one guard): what
+    /// serializing and deserializing gives, without the format.
+    fn clone(&self) -> Self {
+        let guard = crate::pin();
+        // At most `max_slots`, a `u32`.
+        let len = self.slots_used() as u32;
+        // A clone that panics drops the clones made so far with the `Vec`
+        // as it unwinds; `self` is only read.
+        let entries: Vec<SlotEntry<T>> = (0..len)
+            .map(|index| self.read_slot(index, &guard).cloned())
+            .collect();
+        drop(guard);
+        let mut pool = RawPool::new(self.config);
+        if let Err(error) = pool.restore(entries) {
+            unreachable!("a pool's own slots fit its configuration: {error}");
+        }
+        pool
+    }
+}
