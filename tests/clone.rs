@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex, Weak};
 use std::thread;
 
 use handle_pool::{pin, Handle, HandlePool};
@@ -186,27 +186,29 @@ fn a_panicking_clone_leaves_the_original_whole_and_drops_what_it_made() {
 }
 
 /// A value whose `clone` uses the pool it is in: cloning reads the pool
-/// under a guard, and user code inside may insert, remove and read.
+/// under a guard, and user code inside may insert, remove and read. (A
+/// `Weak`, so that the values do not keep their own pool alive.)
 #[derive(Debug)]
 struct Reentrant {
     value: u32,
-    pool: Arc<HandlePool<Reentrant>>,
-    scratch: Arc<std::sync::Mutex<Vec<Handle>>>,
+    pool: Weak<HandlePool<Reentrant>>,
+    scratch: Arc<Mutex<Vec<Handle>>>,
 }
 
 impl Clone for Reentrant {
     fn clone(&self) -> Self {
-        let h = self.pool.insert(Reentrant {
+        let pool = self.pool.upgrade().expect("the pool is alive");
+        let h = pool.insert(Reentrant {
             value: u32::MAX,
-            pool: Arc::clone(&self.pool),
+            pool: Weak::clone(&self.pool),
             scratch: Arc::clone(&self.scratch),
         });
-        assert!(self.pool.contains(h));
-        assert!(self.pool.remove(h));
+        assert!(pool.contains(h));
+        assert!(pool.remove(h));
         self.scratch.lock().unwrap().push(h);
         Reentrant {
             value: self.value,
-            pool: Arc::clone(&self.pool),
+            pool: Weak::clone(&self.pool),
             scratch: Arc::clone(&self.scratch),
         }
     }
@@ -214,17 +216,25 @@ impl Clone for Reentrant {
 
 #[test]
 fn a_clone_whose_values_use_the_pool_they_are_in() {
-    let pool = Arc::new(HandlePool::new());
-    let scratch = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let handles: Vec<Handle> = (0..50)
-        .map(|value| {
+    let scratch = Arc::new(Mutex::new(Vec::new()));
+    let pool = Arc::new_cyclic(|weak: &Weak<HandlePool<Reentrant>>| {
+        let pool = HandlePool::new();
+        for value in 0..50 {
             pool.insert(Reentrant {
                 value,
-                pool: Arc::clone(&pool),
+                pool: Weak::clone(weak),
                 scratch: Arc::clone(&scratch),
-            })
-        })
-        .collect();
+            });
+        }
+        pool
+    });
+    let handles: Vec<Handle> = {
+        let guard = pin();
+        let mut handles: Vec<(u32, Handle)> =
+            pool.iter(&guard).map(|(h, r)| (r.value, h)).collect();
+        handles.sort_unstable();
+        handles.into_iter().map(|(_, h)| h).collect()
+    };
     let clone = (*pool).clone();
     assert_eq!(
         clone.len(),
@@ -234,17 +244,14 @@ fn a_clone_whose_values_use_the_pool_they_are_in() {
     for (value, &h) in handles.iter().enumerate() {
         assert_eq!(clone.with(h, |r| r.value), Some(value as u32));
     }
-    for &h in scratch.lock().unwrap().iter() {
+    let scratch = scratch.lock().unwrap();
+    assert_eq!(scratch.len(), 50, "each value's clone used the pool");
+    for &h in scratch.iter() {
         assert!(
             !clone.contains(h),
             "a value removed during the clone is live in it"
         );
     }
-    // The values hold the pool: break the cycle.
-    drop(clone);
-    let mut pool = Arc::try_unwrap(pool).ok();
-    assert!(pool.is_none(), "the values hold the pool");
-    pool.take();
 }
 
 #[test]
