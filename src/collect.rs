@@ -118,3 +118,5 @@ impl<T, H: PoolHandle> Iterator for IntoIter<T, H> {
 }
 
 impl<T, H: PoolHandle> FusedIterator for IntoIter<T, H> {}
+
+impl<T, H: PoolHandle> ExactSizeIterator for IntoIter<T, H> {}

@@ -107,6 +107,8 @@ impl<'a, T, H: PoolHandle> Iterator for IterMut<'a, T, H> {
 
 impl<T, H: PoolHandle> FusedIterator for IterMut<'_, T, H> {}
 
+impl<T, H: PoolHandle> ExactSizeIterator for IterMut<'_, T, H> {}
+
 /// Draining iterator over `(handle, value)`, from [`HandlePool::drain`](crate::HandlePool::drain).
 ///
 /// Dropping it early removes (and drops) the values not yet yielded.
@@ -156,6 +158,8 @@ impl<T, H: PoolHandle> Iterator for Drain<'_, T, H> {
 }
 
 impl<T, H: PoolHandle> FusedIterator for Drain<'_, T, H> {}
+
+impl<T, H: PoolHandle> ExactSizeIterator for Drain<'_, T, H> {}
 
 /// Iterator over the handles of the values in the pool, from
 /// [`HandlePool::keys`](crate::HandlePool::keys).
@@ -255,3 +259,5 @@ impl<'a, T, H: PoolHandle> Iterator for ValuesMut<'a, T, H> {
 }
 
 impl<T, H: PoolHandle> FusedIterator for ValuesMut<'_, T, H> {}
+
+impl<T, H: PoolHandle> ExactSizeIterator for ValuesMut<'_, T, H> {}

@@ -1,5 +1,5 @@
 //! slotmap-shaped conveniences: `keys`, `values`, `values_mut`,
-//! `try_insert_with`, and the iterators' size hints.
+//! `try_insert_with`, and the iterators' size hints and lengths.
 
 use handle_pool::{pin, Handle, HandlePool};
 
@@ -91,4 +91,45 @@ fn size_hints_are_honest() {
     owned.next();
     assert_eq!(owned.size_hint(), (9, Some(9)));
     assert_eq!(owned.count(), 9);
+}
+
+/// `iter_mut`, `values_mut`, `drain` and `into_iter` are `ExactSizeIterator`s:
+/// their `len` is the values left, also with removals still waiting for
+/// reclamation and slots retired at the generation limit.
+#[test]
+fn exclusive_iterators_know_their_length() {
+    let mut pool: HandlePool<u32> = HandlePool::with_config(predictable(2, 1000, 8));
+    let handles: Vec<Handle> = (0..60).map(|v| pool.insert(v)).collect();
+    // Pending: removed through `&self`, not reclaimed.
+    for h in handles.iter().step_by(4) {
+        assert!(pool.remove(*h));
+    }
+    // Retired: taken at generation 2, the limit (an insert reuses a slot
+    // reclaimed from the first full batch of removals).
+    let reused = pool.insert(100);
+    assert_eq!(reused.generation(), 2);
+    assert_eq!(pool.take(reused), Some(100));
+    let live = pool.len();
+    assert_eq!(live, 45);
+    let mut iter = pool.iter_mut();
+    for left in (0..=live).rev() {
+        assert_eq!(iter.len(), left);
+        assert_eq!(iter.next().is_some(), left > 0);
+    }
+    let mut values = pool.values_mut();
+    assert_eq!(values.len(), live);
+    values.nth(9);
+    assert_eq!(values.len(), live - 10);
+    let mut drain = pool.drain();
+    assert_eq!(drain.len(), live);
+    drain.nth(4);
+    assert_eq!(drain.len(), live - 5);
+    drop(drain);
+    assert_eq!(pool.len(), 0);
+    pool.extend(0..7);
+    let mut owned = pool.into_iter();
+    assert_eq!(owned.len(), 7);
+    owned.next();
+    assert_eq!(owned.len(), 6);
+    assert_eq!(owned.count(), 6);
 }

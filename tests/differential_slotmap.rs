@@ -175,6 +175,7 @@ impl Pair {
                 assert_eq!(ours, theirs, "retain visits the same values");
             }
             Op::IterMut(x) => {
+                assert_eq!(self.pool.iter_mut().len(), self.map.iter_mut().len());
                 for (_, v) in self.pool.iter_mut() {
                     *v ^= x;
                 }
