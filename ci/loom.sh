@@ -11,10 +11,10 @@
 # 53 tests, 6 of them in the flat region: 5 twins of bucket models and
 # inserts_racing_across_the_flat_regions_end), 2026-11-24, quiet machine.
 # A 54th, the drop-free model's flat twin, adds about 8 s; a 55th, the
-# refill model's flat twin, under 1 s; a 56th,
-# emptying_a_magazine_races_a_push_onto_its_stripe, about 40 s (202,288
-# executions since a full pool waits for another revoker; 56 models ran in
-# 150 s, 2026-11-25). Before reclamation stopped deferring
+# refill model's flat twin, under 1 s; the 56th to 58th, a full pool's
+# insert and a sweep racing a magazine's owner, about 10 s together (the
+# longest, a_full_pool_pops_from_a_magazine_its_owner_flushes, 45,971
+# executions, 2026-11-25). Before reclamation stopped deferring
 # on crossbeam-epoch (whose pin and flush are dozens of atomics each under
 # loom), the models took 8 to 13 min at LOOM_MAX_PREEMPTIONS=2, so 2 was the
 # default; 3 explores 7 to 8 times as many executions per model.

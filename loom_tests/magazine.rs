@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use loom::sync::atomic::{AtomicBool, Ordering};
 
-use handle_pool::Config;
+use handle_pool::{Config, Handle};
 
 use super::harness::{
-    explore, setup, spawn_parked, step, teardown, DropLog, Model, Pool, Reached, Recorder,
+    explore, setup, spawn_parked, step, teardown, DropLog, Model, Parked, Pool, Reached, Recorder,
 };
 
 /// Two stripes, each thread its own magazine; batches of four, so removals
@@ -321,7 +321,47 @@ fn owner_sealing_races_flush(name: &str, config: Config) {
     by_flush.assert("the flush took the owner's partial batch");
 }
 
-/// A full pool empties an owner's magazine of its free slots onto the
+/// Two slots: one waits free in the owner's magazine (its refill took its
+/// stripe's shared list whole), the other holds the owner's value. The
+/// main thread's insert into the full pool pops the magazine's free slot
+/// while the owner removes its value and flushes, which revokes the same
+/// magazine to seal that removal and reclaims the slot onto the shared
+/// list. The insert must succeed: a revoker that may wait waits for
+/// another revoker (the owner's flush) to let go of the magazine, and for
+/// the owner's section to end. (When it gave up at once on another
+/// revoker, this insert failed with `CapacityError` though a slot was
+/// free.) Only an owner preempted inside a section, or a revoker preempted
+/// holding the magazine, through the whole patience still makes it fail,
+/// which loom's preemption bound does not reach: see `docs/magazine.md`.
+/// Each slot is handed out once, and at the end both slots can be filled.
+#[test]
+fn a_full_pool_pops_from_a_magazine_its_owner_flushes() {
+    full_pool_races_flush(
+        "a_full_pool_pops_from_a_magazine_its_owner_flushes",
+        with_magazines(Some(2)),
+    );
+}
+
+fn full_pool_races_flush(name: &str, config: Config) {
+    explore(name, move || {
+        let log = DropLog::new(6);
+        let pool = Arc::new(Pool::with_config(config));
+        let mut main = Recorder::new(Arc::clone(&log));
+        let (ready, owner) = one_free_in_the_owners_magazine(&pool, &log);
+        while !ready.load(Ordering::Acquire) {
+            loom::thread::yield_now();
+        }
+        let got = main.try_insert(&pool, 3);
+        assert!(got.is_some(), "a full pool's insert gave up on a free slot");
+        let third = owner.finished();
+        both_slots_filled_once(&pool, &mut main, [Some(third), got]);
+        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+        log.assert_each_dropped_once();
+        owner.release();
+    });
+}
+
+/// A sweep empties an idle owner's magazine of its free slots onto the
 /// owner's stripe's shared list. The magazine took that list whole when it
 /// refilled, so the list is empty and the chain goes on as it is, its
 /// `NIL` the list's end, with no walk (`FreeList::push_if_empty`).
@@ -330,23 +370,106 @@ fn owner_sealing_races_flush(name: &str, config: Config) {
 /// head, and the loser of an emptiness race walks and links in front.
 /// Two slots in all: each slot is handed out once, and at the end both
 /// slots can be filled, so none was lost.
-///
-/// The main thread's insert must find a slot: a revoker that may wait
-/// waits for another revoker (the owner's own flush) to let go of the
-/// magazine, and for the owner's section to end. (Before it waited for the
-/// other revoker, it gave up at once, and this insert failed with
-/// `CapacityError` though a slot was free.) Only an owner preempted inside
-/// a section through the whole patience still makes it fail, which loom's
-/// preemption bound does not reach: see `docs/magazine.md`.
 #[test]
-fn emptying_a_magazine_races_a_push_onto_its_stripe() {
-    emptying_races_push(
-        "emptying_a_magazine_races_a_push_onto_its_stripe",
+fn a_sweep_emptying_a_magazine_races_a_push_onto_its_stripe() {
+    sweep_races_push(
+        "a_sweep_emptying_a_magazine_races_a_push_onto_its_stripe",
         with_magazines(Some(2)),
     );
 }
 
-fn emptying_races_push(name: &str, config: Config) {
+fn sweep_races_push(name: &str, config: Config) {
+    let emptied = Reached::default();
+    let e = emptied.clone();
+    explore(name, move || {
+        let log = DropLog::new(6);
+        let pool = Arc::new(Pool::with_config(config));
+        let mut main = Recorder::new(Arc::clone(&log));
+        let (ready, owner) = one_free_in_the_owners_magazine(&pool, &log);
+        while !ready.load(Ordering::Acquire) {
+            loom::thread::yield_now();
+        }
+        // What a sweep does to a magazine it finds idle and holding slots
+        // (the owner is not idle here, so a real sweep might not).
+        if pool.empty_other_magazines() {
+            e.mark();
+        }
+        let third = owner.finished();
+        both_slots_filled_once(&pool, &mut main, [Some(third), None]);
+        drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
+        log.assert_each_dropped_once();
+        owner.release();
+    });
+    emptied.assert("the sweep took the owner's magazine");
+}
+
+/// Spawns the owner (thread number 1): it fills both slots of a two-slot
+/// pool, frees them, refills its magazine with both (one filled again, as
+/// value 2, the other left free in the magazine), sets the flag it returns,
+/// then removes value 2 and flushes. Its result is value 2's handle.
+fn one_free_in_the_owners_magazine(
+    pool: &Arc<Pool>,
+    log: &Arc<DropLog>,
+) -> (Arc<AtomicBool>, Parked<Handle>) {
+    let ready = Arc::new(AtomicBool::new(false));
+    let owner = {
+        let (pool, ready) = (Arc::clone(pool), Arc::clone(&ready));
+        let mut r = Recorder::new(Arc::clone(log));
+        spawn_parked(move || {
+            for id in 0..2 {
+                r.insert(&pool, id);
+            }
+            for id in 0..2 {
+                assert!(r.remove(&pool, id));
+            }
+            r.flush(&pool);
+            let third = r.insert(&pool, 2);
+            // Release pairs with the main thread's Acquire load.
+            ready.store(true, Ordering::Release);
+            assert!(r.remove(&pool, 2));
+            r.flush(&pool);
+            third
+        })
+    };
+    (ready, owner)
+}
+
+/// Once the owner is done, the handles in `got` that are still live and two
+/// more inserts fill both slots, each once: none was lost or handed out
+/// twice.
+fn both_slots_filled_once(pool: &Pool, main: &mut Recorder, got: [Option<Handle>; 2]) {
+    let mut live: Vec<u32> = got
+        .into_iter()
+        .flatten()
+        .filter(|&h| pool.contains(h))
+        .map(|h| h.index())
+        .collect();
+    for id in 4..6 {
+        if let Some(h) = main.try_insert(pool, id) {
+            live.push(h.index());
+        }
+    }
+    live.sort_unstable();
+    assert_eq!(live, vec![0, 1], "both slots filled, each once");
+}
+
+/// Three slots: the owner holds at most two values, and after its refill
+/// (which takes its stripe's shared list whole) one free slot waits in its
+/// magazine beside the one it just filled. The main thread's insert into
+/// the full pool races the owner's next insert. Whatever the order, a slot
+/// is free for each: a full pool pops the magazine's slot while it holds
+/// the magazine. (It used to move the magazine's slots onto the shared
+/// list and pop after letting go, and the owner's refill took them back
+/// first: both inserts could fail with a slot free.)
+#[test]
+fn a_full_pool_takes_a_slot_its_owner_would_refill() {
+    full_pool_takes_slot_before_refill(
+        "a_full_pool_takes_a_slot_its_owner_would_refill",
+        with_magazines(Some(3)),
+    );
+}
+
+fn full_pool_takes_slot_before_refill(name: &str, config: Config) {
     explore(name, move || {
         let log = DropLog::new(6);
         let pool = Arc::new(Pool::with_config(config));
@@ -356,46 +479,33 @@ fn emptying_races_push(name: &str, config: Config) {
             let (pool, ready) = (Arc::clone(&pool), Arc::clone(&ready));
             let mut r = Recorder::new(Arc::clone(&log));
             spawn_parked(move || {
-                // Both slots onto this stripe's shared list, then one taken
-                // back by a refill that takes the list whole: the other
-                // waits in the magazine.
-                for id in 0..2 {
+                for id in 0..3 {
                     r.insert(&pool, id);
                 }
-                for id in 0..2 {
+                for id in 0..3 {
                     assert!(r.remove(&pool, id));
                 }
                 r.flush(&pool);
-                let third = r.insert(&pool, 2);
+                // The refill takes all three: one filled, two wait.
+                r.insert(&pool, 3);
                 // Release pairs with the main thread's Acquire load.
                 ready.store(true, Ordering::Release);
-                assert!(r.remove(&pool, 2));
-                r.flush(&pool);
-                third
+                r.try_insert(&pool, 4)
             })
         };
-        // The race is from here: the owner's preparation is not modelled
-        // against the main thread's insert (other models race refills).
         while !ready.load(Ordering::Acquire) {
             loom::thread::yield_now();
         }
-        let got = main.try_insert(&pool, 3);
-        assert!(got.is_some(), "a full pool's insert gave up on a free slot");
-        let third = owner.finished();
-        // Every slot can be filled once the owner is done: none was lost.
-        let mut live: Vec<u32> = [Some(third), got]
-            .into_iter()
-            .flatten()
-            .filter(|&h| pool.contains(h))
-            .map(|h| h.index())
-            .collect();
-        for id in 4..6 {
-            if let Some(h) = main.try_insert(&pool, id) {
-                live.push(h.index());
-            }
-        }
-        live.sort_unstable();
-        assert_eq!(live, vec![0, 1], "both slots filled, each once");
+        let got = main.try_insert(&pool, 5);
+        let other = owner.finished();
+        assert!(
+            got.is_some(),
+            "a full pool's insert failed with a slot free"
+        );
+        assert!(
+            other.is_some(),
+            "the owner's insert failed with a slot free"
+        );
         drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
         log.assert_each_dropped_once();
         owner.release();

@@ -1,6 +1,7 @@
 #![doc = include_str!("../docs/magazine.md")]
 
 use crate::lists::{FreeList, RemovalBatch, SealedBatch};
+use crate::slot::{Slot, SlotWord};
 use crate::storage::Storage;
 use crate::sync::{heavy_fence, light_fence, yield_now, AtomicU64, Ordering};
 
@@ -87,6 +88,11 @@ impl Magazine {
         !RemovalBatch::is_empty_word(self.removals.word())
     }
 
+    /// Whether the free list looks non-empty (a hint).
+    pub(crate) fn has_free(&self) -> bool {
+        !self.free.looks_empty()
+    }
+
     /// Whether the lists look non-empty (a hint).
     pub(crate) fn holds_anything(&self) -> bool {
         !self.free.looks_empty() || self.has_removals()
@@ -108,9 +114,11 @@ impl Magazine {
         }
         let mut waited = 0;
         // Acquire pairs with the previous revoker's Release store of `0`. A
-        // revoker holds the magazine for a bounded wait of its own and a few
-        // steps, so one that may wait waits for it too: a full pool racing
-        // the owner's `flush` would otherwise fail with a free slot in here.
+        // revoker holds the magazine for a bounded wait of its own, a heavy
+        // fence and its work (a sweep's may walk the free list onto a shared
+        // list that is not empty), so one that may wait waits for it too: a
+        // full pool racing the owner's `flush` would otherwise give up on a
+        // free slot in here.
         while self
             .revoking
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
@@ -197,6 +205,15 @@ impl Drop for Section<'_> {
 }
 
 impl Revoked<'_> {
+    /// Pops a free slot, as the owner would: counted as an insert through
+    /// this magazine.
+    pub(crate) fn pop_free<'a, T>(
+        &self,
+        storage: &'a Storage<T>,
+    ) -> Option<(u32, &'a Slot<T>, SlotWord, u32)> {
+        self.magazine.free.pop_owned(storage)
+    }
+
     /// Takes the free list, at once: its first slot (the rest follow its
     /// links to `NIL`).
     pub(crate) fn free(&self) -> Option<u32> {

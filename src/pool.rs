@@ -415,6 +415,12 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.seal_own_partial_batches()
     }
 
+    /// For the loom models: see `RawPool::empty_other_magazines`.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn empty_other_magazines(&self) -> bool {
+        self.raw.empty_other_magazines()
+    }
+
     /// For the loom models: see `RawPool::quiet_stripes`.
     #[cfg(all(test, handle_pool_loom))]
     pub(crate) fn quiet_stripes(&self) {

@@ -154,13 +154,13 @@ fn publish<T>(acquired: Acquired<'_, T>, value: T) -> Handle {
     handle
 }
 
-/// What [`RawPool::seal_and_reclaim_all`] does with the magazines.
+/// What [`RawPool::revoke_magazine`] does with a magazine.
 #[derive(Clone, Copy)]
 enum Magazines {
-    /// Seals their partial batches; their free slots stay with their owners.
+    /// Seals its partial batch; its free slots stay with its owner.
     Sealed,
-    /// Seals their partial batches and moves their free slots onto the
-    /// shared lists.
+    /// Seals its partial batch and moves its free slots onto its stripe's
+    /// shared list.
     Emptied,
 }
 
@@ -209,6 +209,17 @@ impl<T> RawPool<T> {
     pub(crate) fn quiet_stripes(&self) {
         self.stripes.note_inserts();
         self.stripes.note_inserts();
+    }
+
+    /// For the loom models, which cannot run the pops and seals between
+    /// sweeps: empties every other stripe's magazine as a sweep does one it
+    /// finds idle and holding slots. Returns whether it took any.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn empty_other_magazines(&self) -> bool {
+        let home = self.stripes.home();
+        self.stripes.others(home).fold(false, |took, stripe| {
+            self.revoke_magazine(stripe, 0, Magazines::Emptied) | took
+        })
     }
 
     /// For the loom models, which cannot reach the back-pressure rounds:
@@ -748,15 +759,44 @@ impl<T> RawPool<T> {
         None
     }
 
-    /// The pool is full: before failing, make every removed slot reusable
-    /// that can be, and look at every stripe once more.
+    /// The pool is full: before failing, take a free slot out of a
+    /// magazine, make every removed slot reusable that can be, look at
+    /// every stripe once more, and at the magazines once more (an owner's
+    /// refill may have taken what the reclamation put on its stripe).
     #[cold]
     fn last_resort(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
-        // Every free slot where any insert can pop it.
-        self.seal_and_reclaim_all(home, Magazines::Emptied);
+        if let Some(found) = self.pop_from_magazines(home) {
+            return Some(found);
+        }
+        self.seal_and_reclaim_all(home);
         self.stripes
             .all_from(home)
             .find_map(|stripe| self.pop_from(stripe))
+            .or_else(|| self.pop_from_magazines(home))
+    }
+
+    /// A free slot popped out of some magazine, each revoked in turn (see
+    /// `magazine`), waiting for its owner as `flush` does. The slot is
+    /// popped while the magazine is held: put on the shared list for a pop
+    /// after the hold, it went back into the magazine whenever its owner
+    /// refilled first, which takes that list whole, and a full pool's
+    /// insert failed with a slot free (loom:
+    /// `a_full_pool_takes_a_slot_its_owner_would_refill`).
+    fn pop_from_magazines(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+        if !self.stripes.have_magazines() {
+            return None;
+        }
+        self.stripes.all_from(home).find_map(|stripe| {
+            let magazine = &self.stripes[stripe].magazine;
+            if !magazine.has_free() {
+                return None;
+            }
+            let revoked = magazine.revoke(REVOKE_PATIENCE)?;
+            let (index, slot, word, pops) = revoked.pop_free(&self.storage)?;
+            // Let go before `popped`, whose sweep may revoke it again.
+            drop(revoked);
+            Some(self.popped(stripe, index, slot, word, pops))
+        })
     }
 
     /// Reclaims `from`'s ready batches onto `into`'s free list; returns
@@ -850,21 +890,16 @@ impl<T> RawPool<T> {
         }
     }
 
-    /// Seals every stripe's partial batch and reclaims every batch no
-    /// reader holds back (a guard or a one-call read that began before its
-    /// seal) onto `home`'s free list. With [`Magazines::Emptied`] the
-    /// magazines' free slots go onto their stripes' shared lists too.
-    fn seal_and_reclaim_all(&self, home: StripeIndex, magazines: Magazines) {
+    /// Seals every stripe's partial batch, its magazine's too, and reclaims
+    /// every batch no reader holds back (a guard or a one-call read that
+    /// began before its seal) onto `home`'s free list. The magazines' free
+    /// slots stay with their owners: moving them onto a shared list that is
+    /// not empty means walking them, a step per slot, and a magazine's list
+    /// can hold a whole stripe's free slots.
+    fn seal_and_reclaim_all(&self, home: StripeIndex) {
         for stripe in self.stripes.all_from(home) {
-            if self.stripes.have_magazines() {
-                let magazine = &self.stripes[stripe].magazine;
-                let due = match magazines {
-                    Magazines::Emptied => magazine.holds_anything(),
-                    Magazines::Sealed => magazine.has_removals(),
-                };
-                if due {
-                    self.revoke_magazine(stripe, REVOKE_PATIENCE, magazines);
-                }
+            if self.stripes.have_magazines() && self.stripes[stripe].magazine.has_removals() {
+                self.revoke_magazine(stripe, REVOKE_PATIENCE, Magazines::Sealed);
             }
             self.seal_shared(stripe);
         }
@@ -875,11 +910,9 @@ impl<T> RawPool<T> {
 
     /// Takes `stripe`'s magazine from its owner (see `magazine`), waiting
     /// up to `patience` yields for it to leave a section (and for another
-    /// revoker to let go of it), and seals its partial batch; with [`Magazines::Emptied`] its free slots go onto the
-    /// stripe's shared list too. [`Magazines::Sealed`] leaves them to the
-    /// owner: moving them onto a shared list that is not empty means walking
-    /// them, a step per slot, and a magazine's list can hold a whole
-    /// stripe's free slots. Returns whether it got the magazine.
+    /// revoker to let go of it), and seals its partial batch; with
+    /// [`Magazines::Emptied`] its free slots go onto the stripe's shared
+    /// list too. Returns whether it got the magazine.
     fn revoke_magazine(&self, stripe: StripeIndex, patience: u32, magazines: Magazines) -> bool {
         let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
             return false;
@@ -912,7 +945,7 @@ impl<T> RawPool<T> {
     pub(crate) fn flush(&self) {
         // Only the removals: a flush is for drops, and its cost must not
         // grow with the free slots the magazines hold.
-        self.seal_and_reclaim_all(self.stripes.home(), Magazines::Sealed);
+        self.seal_and_reclaim_all(self.stripes.home());
     }
 
     /// Reserves up to `count` never-used slots with one atomic step, puts
