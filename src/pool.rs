@@ -801,10 +801,12 @@ impl<T: Clone, H: PoolHandle> Clone for HandlePool<T, H> {
     ///
     /// Under concurrency each slot is read once, and the clone holds the
     /// state the slot had at that moment: a handle removed before the call
-    /// began never resolves in the clone, one inserted or removed during the
-    /// call may or may not. The values are cloned under one guard, held for
-    /// the whole call, so removed values wait for it before they are
-    /// dropped; a value's `clone` may use this pool. If one panics, the
+    /// began never resolves in the clone; one inserted or removed during
+    /// the call may or may not, and one that does not may later name
+    /// another value in the clone, as a handle from after the call may. Each
+    /// value is cloned under a guard, repinned every few dozen slots, so
+    /// reclamation waits for a few values' clones at a time, not for the
+    /// whole call; a value's `clone` may use this pool. If one panics, the
     /// clones made so far are dropped and this pool is unchanged.
     ///
     /// ```

@@ -43,12 +43,14 @@
 //!
 //! ## Serializing a pool other threads are changing
 //!
-//! Serializing reads `used_slots` once, then each slot's word exactly once,
-//! under one guard that keeps every value it shows alive even if another
-//! thread removes it meanwhile. Each entry is thus a state its slot
-//! actually had during the call, and a handle removed before the call began
-//! cannot resolve in the restored pool. Different slots may be read at
-//! different moments, as with [`HandlePool::iter`].
+//! Serializing reads `slots_used` once, then each slot's word exactly once,
+//! under a guard that keeps every value it shows alive until it is written,
+//! even if another thread removes it meanwhile (repinned every few dozen
+//! slots, so that a long serialization does not hold reclamation back
+//! throughout). Each entry is thus a state its slot actually had during the
+//! call, and a handle removed before the call began cannot resolve in the
+//! restored pool. Different slots may be read at different moments, as
+//! with [`HandlePool::iter`].
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -92,24 +94,16 @@ impl<'de> Deserialize<'de> for Handle {
 }
 
 impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
-    /// One entry per slot handed out, each from one read of its slot under
-    /// one guard: under concurrent inserts and removes, every entry is a
-    /// state its slot had during the call, so a handle removed before the
-    /// call cannot resolve in the restored pool.
+    /// One entry per slot handed out, each from one read of its slot: under
+    /// concurrent inserts and removes, every entry is a state its slot had
+    /// during the call, so a handle removed before the call cannot resolve
+    /// in the restored pool.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let guard = crate::pin();
         let raw = self.raw();
         // At most `max_slots`, a `u32`.
         let len = raw.slots_used() as u32;
         let mut state = serializer.serialize_struct(POOL, FIELDS.len())?;
-        state.serialize_field(
-            FIELDS[0],
-            &Slots {
-                raw,
-                len,
-                guard: &guard,
-            },
-        )?;
+        state.serialize_field(FIELDS[0], &Slots { raw, len })?;
         state.end()
     }
 }
@@ -118,15 +112,13 @@ impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
 struct Slots<'a, T> {
     raw: &'a RawPool<T>,
     len: u32,
-    guard: &'a crate::Guard,
 }
 
 impl<T: Serialize> Serialize for Slots<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.len as usize))?;
-        for index in 0..self.len {
-            seq.serialize_element(&self.raw.read_slot(index, self.guard))?;
-        }
+        self.raw
+            .read_slots(self.len, |entry| seq.serialize_element(&entry))?;
         seq.end()
     }
 }

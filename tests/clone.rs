@@ -321,3 +321,69 @@ fn cloning_while_other_threads_churn_copies_states_the_slots_had() {
         churner.join().unwrap();
     }
 }
+
+/// A value whose `clone` runs `hook` with how many clones came before it.
+#[derive(Clone)]
+struct Hooked {
+    hook: Arc<dyn Fn(usize) + Send + Sync>,
+    clones: Arc<AtomicUsize>,
+}
+
+impl Hooked {
+    fn clone_with_hook(&self) -> Self {
+        (self.hook)(self.clones.fetch_add(1, Ordering::SeqCst));
+        self.clone()
+    }
+}
+
+/// A long clone does not hold reclamation back for its whole length: a
+/// value removed (and its batch sealed) early in the clone is dropped by a
+/// flush later in the same clone, once the clone's guard has been repinned.
+#[test]
+fn a_long_clone_lets_reclamation_go_on() {
+    let other: Arc<HandlePool<Arc<()>>> = Arc::new(HandlePool::new());
+    let witness = Arc::new(());
+    let victim = other.insert(Arc::clone(&witness));
+    let dropped_during_clone = Arc::new(AtomicBool::new(false));
+    let hook = {
+        let (other, witness, dropped) = (
+            Arc::clone(&other),
+            Arc::downgrade(&witness),
+            Arc::clone(&dropped_during_clone),
+        );
+        move |n: usize| {
+            if n == 10 {
+                assert!(other.remove(victim));
+                other.flush();
+            }
+            if n == 200 {
+                other.flush();
+                dropped.store(witness.strong_count() == 0, Ordering::SeqCst);
+            }
+        }
+    };
+    let value = Hooked {
+        hook: Arc::new(hook),
+        clones: Arc::new(AtomicUsize::new(0)),
+    };
+    let pool: HandlePool<Pooled> = HandlePool::new();
+    for _ in 0..300 {
+        pool.insert(Pooled(value.clone()));
+    }
+    drop(witness);
+    let clone = pool.clone();
+    assert_eq!(clone.len(), 300);
+    assert!(
+        dropped_during_clone.load(Ordering::SeqCst),
+        "the removed value waited for the whole clone"
+    );
+}
+
+/// Clones through [`Hooked::clone_with_hook`].
+struct Pooled(Hooked);
+
+impl Clone for Pooled {
+    fn clone(&self) -> Self {
+        Pooled(self.0.clone_with_hook())
+    }
+}

@@ -756,3 +756,60 @@ fn a_rejected_document_drops_every_value_it_read_exactly_once() {
     drop(pool);
     assert_eq!(counts(), (before.0 + 2, before.1 + 2));
 }
+
+/// A value whose serialization runs `hook` with how many values were
+/// serialized before it.
+struct Hooked {
+    hook: Arc<dyn Fn(u64) + Send + Sync>,
+    written: Arc<AtomicU64>,
+}
+
+impl Serialize for Hooked {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (self.hook)(self.written.fetch_add(1, Ordering::SeqCst));
+        serializer.serialize_u8(0)
+    }
+}
+
+/// A long serialization does not hold reclamation back for its whole
+/// length: a value removed (and its batch sealed) early in the call is
+/// dropped by a flush later in the same call, once the serializer's guard
+/// has been repinned.
+#[test]
+fn a_long_serialization_lets_reclamation_go_on() {
+    let other: Arc<HandlePool<Arc<()>>> = Arc::new(HandlePool::new());
+    let witness = Arc::new(());
+    let victim = other.insert(Arc::clone(&witness));
+    let gone = Arc::downgrade(&witness);
+    drop(witness);
+    let dropped_during_call = Arc::new(AtomicBool::new(false));
+    let hook = {
+        let (other, dropped) = (Arc::clone(&other), Arc::clone(&dropped_during_call));
+        move |n: u64| {
+            if n == 10 {
+                assert!(other.remove(victim));
+                other.flush();
+            }
+            if n == 200 {
+                other.flush();
+                dropped.store(gone.strong_count() == 0, Ordering::SeqCst);
+            }
+        }
+    };
+    let hook: Arc<dyn Fn(u64) + Send + Sync> = Arc::new(hook);
+    let written = Arc::new(AtomicU64::new(0));
+    let pool = HandlePool::new();
+    for _ in 0..300 {
+        pool.insert(Hooked {
+            hook: Arc::clone(&hook),
+            written: Arc::clone(&written),
+        });
+    }
+    let json = serde_json::to_string(&pool).unwrap();
+    assert_eq!(written.load(Ordering::SeqCst), 300);
+    assert!(json.starts_with("{\"slots\":[{\"Live\":[1,0]}"));
+    assert!(
+        dropped_during_call.load(Ordering::SeqCst),
+        "the removed value waited for the whole serialization"
+    );
+}

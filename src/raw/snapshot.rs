@@ -3,6 +3,11 @@
 
 use super::{publish, Acquired, Chain, Guard, Ordering, RawPool, SlotWord, State};
 
+/// Slots read under one pin before [`RawPool::read_slots`] repins: a long
+/// clone or serialization then holds reclamation back, in every pool, for
+/// the time of this many values' clones or writes, not for the whole call.
+const REPIN_EVERY: u32 = 32;
+
 /// What one slot holds, as a serialized pool lists it.
 #[derive(Debug)]
 pub(crate) enum SlotEntry<V> {
@@ -53,10 +58,29 @@ impl core::fmt::Display for RestoreError {
 }
 
 impl<T> RawPool<T> {
+    /// Calls `f` with what each of slots `0..len` holds, in index order,
+    /// from one read of each slot's word ([`read_slot`](Self::read_slot)),
+    /// under a guard repinned every [`REPIN_EVERY`] slots; stops at `f`'s
+    /// first error.
+    pub(crate) fn read_slots<E>(
+        &self,
+        len: u32,
+        mut f: impl FnMut(SlotEntry<&T>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut guard = crate::pin();
+        for index in 0..len {
+            if index % REPIN_EVERY == 0 && index != 0 {
+                guard.repin();
+            }
+            f(self.read_slot(index, &guard))?;
+        }
+        Ok(())
+    }
+
     /// What slot `index` holds, from one load of its word: every entry is
     /// a state the slot actually had. A live value is borrowed for as
     /// long as `_guard` stays pinned, even if removed meanwhile.
-    pub(crate) fn read_slot<'a>(&'a self, index: u32, _guard: &'a Guard) -> SlotEntry<&'a T> {
+    fn read_slot<'a>(&'a self, index: u32, _guard: &'a Guard) -> SlotEntry<&'a T> {
         let Some(slot) = self.storage.get(index) else {
             // Reserved, bucket not allocated yet: never occupied.
             return SlotEntry::Vacant(0);
@@ -177,18 +201,21 @@ impl<V: Clone> SlotEntry<&V> {
 
 impl<T: Clone> Clone for RawPool<T> {
     /// A pool with this one's configuration and, slot for slot, the state
-    /// each slot had when it was read (once, under one guard): what
+    /// each slot had when it was read (once, see [`read_slots`]): what
     /// serializing and deserializing gives, without the format.
+    ///
+    /// [`read_slots`]: RawPool::read_slots
     fn clone(&self) -> Self {
-        let guard = crate::pin();
         // At most `max_slots`, a `u32`.
         let len = self.slots_used() as u32;
+        let mut entries = Vec::with_capacity(len as usize);
         // A clone that panics drops the clones made so far with the `Vec`
         // as it unwinds; `self` is only read.
-        let entries: Vec<SlotEntry<T>> = (0..len)
-            .map(|index| self.read_slot(index, &guard).cloned())
-            .collect();
-        drop(guard);
+        let read: Result<(), core::convert::Infallible> = self.read_slots(len, |entry| {
+            entries.push(entry.cloned());
+            Ok(())
+        });
+        let Ok(()) = read;
         let mut pool = RawPool::new(self.config);
         if let Err(error) = pool.restore(entries) {
             unreachable!("a pool's own slots fit its configuration: {error}");
