@@ -7,6 +7,12 @@ use core::fmt;
 /// value, is exhausted, or holds a removed value that a guard still
 /// protects. The value is given back.
 ///
+/// Under concurrency a full pool can also refuse while a slot is on its
+/// way to being reusable: another thread is dropping its removed value
+/// right now, or holds it in its private free list inside an operation
+/// that was preempted for longer than the insert waits. A retry then
+/// finds it.
+///
 /// ```
 /// use handle_pool::HandlePool;
 /// let pool = HandlePool::new();
