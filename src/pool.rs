@@ -437,6 +437,27 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.len() == 0
     }
 
+    /// Allocates room for at least `additional` slots past those handed
+    /// out so far: afterwards `capacity() >= slots_used() + additional`, up
+    /// to the pool's limit of `MAX_INDEX + 1` slots. Inserts use that room
+    /// before they allocate (they reserve fresh slots a few at a time, so
+    /// with many threads inserting a little more may be allocated). Takes
+    /// `&self`: other threads may insert meanwhile, into the same room.
+    ///
+    /// As for `Vec::reserve`, the memory is the caller's to ask for: a
+    /// request the system cannot meet aborts the process.
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// pool.insert(1);
+    /// pool.reserve(1000);
+    /// assert!(pool.capacity() >= pool.slots_used() + 1000);
+    /// ```
+    pub fn reserve(&self, additional: usize) {
+        let used = self.raw.slots_used() as usize;
+        self.raw.reserve(used.saturating_add(additional));
+    }
+
     /// Number of slots allocated (committed in the flat region or in
     /// buckets): live, free, awaiting reclamation and retired.
     ///

@@ -133,3 +133,36 @@ fn exclusive_iterators_know_their_length() {
     assert_eq!(owned.len(), 6);
     assert_eq!(owned.count(), 6);
 }
+
+/// `reserve` allocates room past the slots handed out, capped at the
+/// pool's slot limit, however much is asked for.
+#[test]
+fn reserve_makes_room_up_to_the_slot_limit() {
+    let pool: HandlePool<u64> = HandlePool::new();
+    for v in 0..100 {
+        pool.insert(v);
+    }
+    pool.reserve(5000);
+    assert!(pool.capacity() >= pool.slots_used() + 5000);
+    let capacity = pool.capacity();
+    // Room enough: these inserts allocate nothing more.
+    for v in 0..4000 {
+        pool.insert(v);
+    }
+    assert_eq!(pool.capacity(), capacity);
+    pool.reserve(0);
+    assert_eq!(pool.capacity(), capacity);
+
+    let small: HandlePool<u64> = HandlePool::with_config(predictable(10, 100, 8));
+    small.reserve(usize::MAX);
+    assert!(small.capacity() >= 100);
+    assert!(
+        small.capacity() < 1000,
+        "{} slots for a limit of 100",
+        small.capacity()
+    );
+    for v in 0..100 {
+        small.insert(v);
+    }
+    assert!(small.try_insert(100).is_err(), "the limit still holds");
+}
