@@ -118,7 +118,7 @@ impl<T: Serialize> Serialize for Slots<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.len as usize))?;
         self.raw
-            .read_slots(self.len, |entry| seq.serialize_element(&entry))?;
+            .read_slots(0..self.len, |entry| seq.serialize_element(&entry))?;
         seq.end()
     }
 }

@@ -58,18 +58,18 @@ impl core::fmt::Display for RestoreError {
 }
 
 impl<T> RawPool<T> {
-    /// Calls `f` with what each of slots `0..len` holds, in index order,
+    /// Calls `f` with what each slot of `indices` holds, in that order,
     /// from one read of each slot's word ([`read_slot`](Self::read_slot)),
     /// under a guard repinned every [`REPIN_EVERY`] slots; stops at `f`'s
     /// first error.
     pub(crate) fn read_slots<E>(
         &self,
-        len: u32,
+        indices: impl Iterator<Item = u32>,
         mut f: impl FnMut(SlotEntry<&T>) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut guard = crate::pin();
-        for index in 0..len {
-            if index % REPIN_EVERY == 0 && index != 0 {
+        for (read, index) in indices.enumerate() {
+            if read % REPIN_EVERY as usize == 0 && read != 0 {
                 guard.repin();
             }
             f(self.read_slot(index, &guard))?;
@@ -136,56 +136,101 @@ impl<T> RawPool<T> {
     /// # Panics
     /// If the pool has ever handed out a slot.
     pub(crate) fn restore(&mut self, entries: Vec<SlotEntry<T>>) -> Result<(), RestoreError> {
-        assert_eq!(self.slots_used(), 0, "restore needs an empty pool");
         for (index, entry) in entries.iter().enumerate() {
             self.check_entry(index, entry)?;
         }
         // Checked above: every index is below `max_slots`, a `u32`.
-        let count = entries.len() as u32;
-        if count == 0 {
-            return Ok(());
+        let mut rebuild = Rebuild::new(self, entries.len() as u32);
+        for entry in entries.into_iter().rev() {
+            rebuild.put_next_down(entry);
         }
-        let Some((0, reserved)) = self.reserve_fresh(count) else {
-            unreachable!("an empty pool reserves from slot 0");
-        };
-        debug_assert_eq!(reserved, count);
-        let max_generation = self.config.max_generation;
-        let mut live = 0isize;
-        // FREE slots, linked in index order: built back to front.
-        let mut free: Option<Chain> = None;
-        for (index, entry) in entries.into_iter().enumerate().rev() {
-            let index = index as u32;
-            let slot = self.storage.slot(index);
-            match entry {
-                SlotEntry::Live(generation, value) => {
-                    // `&mut self` is exclusive and the slot was just
-                    // reserved fresh: this thread owns it.
-                    let acquired = Acquired {
-                        index,
-                        slot,
-                        generation,
-                    };
-                    publish(acquired, value);
-                    live += 1;
-                }
-                SlotEntry::Vacant(generation) => {
-                    let word = SlotWord::vacated(generation, Chain::link_to(free), max_generation);
-                    // Relaxed: published by the free list's push below,
-                    // and the pool is reached through `&mut` or a move.
-                    slot.word.store(word.to_bits(), Ordering::Relaxed);
-                    if word.state() == State::Free {
-                        free = Some(Chain::prepend(free, index));
-                    }
+        rebuild.finish();
+        Ok(())
+    }
+}
+
+/// An empty pool being given slots `0..count`, from the top down, each as
+/// an entry says (see [`RawPool::restore`]): the `FREE` slots are linked in
+/// index order, so their chain is built back to front. Dropped unfinished
+/// (a value's `clone` panicked), it leaves the pool to be dropped: the
+/// slots not put yet are fresh, and the values put are `OCCUPIED`, which
+/// the pool's drop drops.
+struct Rebuild<'a, T> {
+    pool: &'a mut RawPool<T>,
+    /// The slots below this one are still to be put.
+    next: u32,
+    free: Option<Chain>,
+    live: isize,
+}
+
+impl<'a, T> Rebuild<'a, T> {
+    /// Reserves slots `0..count` of `pool`, which must be new.
+    ///
+    /// # Panics
+    /// If the pool has ever handed out a slot, or `count` is past its
+    /// `max_slots`.
+    fn new(pool: &'a mut RawPool<T>, count: u32) -> Self {
+        assert_eq!(pool.slots_used(), 0, "restore needs an empty pool");
+        if count > 0 {
+            let Some((0, reserved)) = pool.reserve_fresh(count) else {
+                unreachable!("an empty pool reserves from slot 0");
+            };
+            assert_eq!(reserved, count, "restore past the pool's max_slots");
+        }
+        Rebuild {
+            pool,
+            next: count,
+            free: None,
+            live: 0,
+        }
+    }
+
+    /// Puts `entry` in the highest slot not put yet. The entry was checked
+    /// ([`RawPool::check_entry`]) or read from a pool with the same
+    /// configuration.
+    fn put_next_down(&mut self, entry: SlotEntry<T>) {
+        self.next -= 1;
+        let index = self.next;
+        let slot = self.pool.storage.slot(index);
+        match entry {
+            SlotEntry::Live(generation, value) => {
+                // `&mut` on the pool is exclusive and the slot was just
+                // reserved fresh: this thread owns it.
+                let acquired = Acquired {
+                    index,
+                    slot,
+                    generation,
+                };
+                publish(acquired, value);
+                self.live += 1;
+            }
+            SlotEntry::Vacant(generation) => {
+                let word = SlotWord::vacated(
+                    generation,
+                    Chain::link_to(self.free),
+                    self.pool.config.max_generation,
+                );
+                // Relaxed: published by the free list's push in `finish`,
+                // and the pool is reached through `&mut` or a move.
+                slot.word.store(word.to_bits(), Ordering::Relaxed);
+                if word.state() == State::Free {
+                    self.free = Some(Chain::prepend(self.free, index));
                 }
             }
         }
-        let home = self.stripes.home();
-        if let Some(chain) = free {
-            self.stripes[home].free.push(&self.storage, chain);
+    }
+
+    /// Every slot put: the free ones go on the home stripe's list, and the
+    /// length counts the live ones.
+    fn finish(self) {
+        debug_assert_eq!(self.next, 0, "every slot put");
+        let pool = self.pool;
+        let home = pool.stripes.home();
+        if let Some(chain) = self.free {
+            pool.stripes[home].free.push(&pool.storage, chain);
         }
         // The length counts pops; the live values came without any.
-        self.stripes[home].adjust_len(live);
-        Ok(())
+        pool.stripes[home].adjust_len(self.live);
     }
 }
 
@@ -208,18 +253,19 @@ impl<T: Clone> Clone for RawPool<T> {
     fn clone(&self) -> Self {
         // At most `max_slots`, a `u32`.
         let len = self.slots_used() as u32;
-        let mut entries = Vec::with_capacity(len as usize);
-        // A clone that panics drops the clones made so far with the `Vec`
-        // as it unwinds; `self` is only read.
-        let read: Result<(), core::convert::Infallible> = self.read_slots(len, |entry| {
-            entries.push(entry.cloned());
-            Ok(())
-        });
-        let Ok(()) = read;
         let mut pool = RawPool::new(self.config);
-        if let Err(error) = pool.restore(entries) {
-            unreachable!("a pool's own slots fit its configuration: {error}");
-        }
+        // Read from the top down, as a rebuild puts them, with no list of
+        // entries in between. Should a value's `clone` panic, the pool
+        // built so far is dropped as it unwinds, with the clones made so
+        // far; `self` is only read.
+        let mut rebuild = Rebuild::new(&mut pool, len);
+        let read: Result<(), core::convert::Infallible> =
+            self.read_slots((0..len).rev(), |entry| {
+                rebuild.put_next_down(entry.cloned());
+                Ok(())
+            });
+        let Ok(()) = read;
+        rebuild.finish();
         pool
     }
 }
