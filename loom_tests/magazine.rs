@@ -454,13 +454,16 @@ fn both_slots_filled_once(pool: &Pool, main: &mut Recorder, got: [Option<Handle>
 }
 
 /// Three slots: the owner holds at most two values, and after its refill
-/// (which takes its stripe's shared list whole) one free slot waits in its
+/// (which takes its stripe's shared list whole) two free slots wait in its
 /// magazine beside the one it just filled. The main thread's insert into
-/// the full pool races the owner's next insert. Whatever the order, a slot
-/// is free for each: a full pool pops the magazine's slot while it holds
-/// the magazine. (It used to move the magazine's slots onto the shared
-/// list and pop after letting go, and the owner's refill took them back
-/// first: both inserts could fail with a slot free.)
+/// the full pool races the owner's next insert. The main thread's insert
+/// must succeed: a full pool pops a magazine's slot while it holds the
+/// magazine. (It used to move the magazine's slots onto the shared list
+/// and pop after letting go, and the owner's refill took them back first.)
+/// The rest go to the shared list under the same hold; the owner's insert
+/// finds its slot there or in its magazine, except when it gave up waiting
+/// for the main thread's hold, which loom's two yields of patience reach
+/// (see `docs/magazine.md`): that it succeeds is only marked reached.
 #[test]
 fn a_full_pool_takes_a_slot_its_owner_would_refill() {
     full_pool_takes_slot_before_refill(
@@ -470,6 +473,8 @@ fn a_full_pool_takes_a_slot_its_owner_would_refill() {
 }
 
 fn full_pool_takes_slot_before_refill(name: &str, config: Config) {
+    let owner_found = Reached::default();
+    let found = owner_found.clone();
     explore(name, move || {
         let log = DropLog::new(6);
         let pool = Arc::new(Pool::with_config(config));
@@ -502,12 +507,12 @@ fn full_pool_takes_slot_before_refill(name: &str, config: Config) {
             got.is_some(),
             "a full pool's insert failed with a slot free"
         );
-        assert!(
-            other.is_some(),
-            "the owner's insert failed with a slot free"
-        );
+        if other.is_some() {
+            found.mark();
+        }
         drop(Arc::into_inner(pool).expect("the owner let go of the pool"));
         log.assert_each_dropped_once();
         owner.release();
     });
+    owner_found.assert("the owner's insert found a slot while the pool was full");
 }

@@ -7,11 +7,13 @@ use core::fmt;
 /// value, is exhausted, or holds a removed value that a guard still
 /// protects. The value is given back.
 ///
-/// Under concurrency a full pool can also refuse while a slot is on its
-/// way to being reusable: another thread is dropping its removed value
-/// right now, or holds it in its private free list inside an operation
-/// that was preempted for longer than the insert waits. A retry then
-/// finds it.
+/// A full pool can also refuse while a slot is on its way to being
+/// reusable, in the hands of an operation in progress that the insert does
+/// not wait out: another thread's reclamation (preempted, it can hold the
+/// slots for milliseconds), an operation preempted on a thread's private
+/// free list, a batch insert whose iterator is still running, or, on the
+/// same thread, the reclamation running the `Drop` that inserts. A retry
+/// after that operation has finished finds the slot.
 ///
 /// ```
 /// use handle_pool::HandlePool;

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::handle::Handle;
 use crate::hint::cold_path;
 use crate::lists::{Chain, RemovalBatch};
-use crate::magazine::{Magazine, Section};
+use crate::magazine::{Magazine, Revoked, Section};
 use crate::reclaim::Reclaimer;
 use crate::slot::{drop_catching, keep_first, Panic, Slot, SlotWord, State, NIL};
 use crate::storage::{Slots, Storage};
@@ -197,7 +197,9 @@ impl<T> RawPool<T> {
 
     /// Number of slots in allocated buckets.
     pub(crate) fn capacity(&self) -> usize {
-        self.storage.capacity()
+        // The last bucket reaches past the highest index: its slots there
+        // are allocated but can never be handed out.
+        self.storage.capacity().min(self.config.max_slots as usize)
     }
 
     /// For the loom models, which cannot run the 1,024 pops between two
@@ -793,6 +795,17 @@ impl<T> RawPool<T> {
             }
             let revoked = magazine.revoke(REVOKE_PATIENCE)?;
             let (index, slot, word, pops) = revoked.pop_free(&self.storage)?;
+            // The rest go to the shared list if the owner did nothing since
+            // the last look, a sweep's or a full pool's (this one notes the
+            // counts too): left in an idle or exited owner's magazine, each
+            // later insert revoked it again for one slot, a heavy fence
+            // each (12 µs an insert against 0.5). A busy owner's stay: moved,
+            // they would be in this thread's hands until pushed, where
+            // neither the owner nor another full pool's insert finds them
+            // (loom: `a_full_pool_takes_a_slot_its_owner_would_refill`).
+            if magazine.idle_and_holding() {
+                self.move_free_to_shared(stripe, &revoked);
+            }
             // Let go before `popped`, whose sweep may revoke it again.
             drop(revoked);
             Some(self.popped(stripe, index, slot, word, pops))
@@ -917,27 +930,29 @@ impl<T> RawPool<T> {
         let Some(revoked) = self.stripes[stripe].magazine.revoke(patience) else {
             return false;
         };
-        let free = match magazines {
-            Magazines::Emptied => revoked.free(),
-            Magazines::Sealed => None,
-        };
-        let removed = revoked.removals();
         // Both go where others find them before the magazine is let go, so
         // a revoker that waited for this one finds them there.
-        if let Some(first) = free {
-            // Onto an empty shared list (the usual case: the magazine took
-            // it whole) as it is; else walked to its last slot, a step per
-            // slot, to be linked in front.
+        if let Magazines::Emptied = magazines {
+            self.move_free_to_shared(stripe, &revoked);
+        }
+        if let Some(batch) = revoked.removals() {
+            self.reclaimer.seal(stripe, batch);
+        }
+        drop(revoked);
+        true
+    }
+
+    /// Moves the free slots of `stripe`'s magazine, which `revoked` holds,
+    /// onto the stripe's shared list: onto an empty list (the usual case:
+    /// the magazine took it whole) as they are; else walked to the last
+    /// one, a step per slot, to be linked in front.
+    fn move_free_to_shared(&self, stripe: StripeIndex, revoked: &Revoked<'_>) {
+        if let Some(first) = revoked.free() {
             let list = &self.stripes[stripe].free;
             if !list.push_if_empty(first) {
                 list.push(&self.storage, Chain::walked(&self.storage, first));
             }
         }
-        if let Some(batch) = removed {
-            self.reclaimer.seal(stripe, batch);
-        }
-        drop(revoked);
-        true
     }
 
     /// Drops every removed value no guard protects and makes its slot

@@ -20,6 +20,7 @@ pub(crate) enum SlotEntry<V> {
 }
 
 /// Why a list of slot entries cannot become a pool.
+#[cfg(feature = "serde")]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum RestoreError {
     /// More entries than the pool may have slots.
@@ -34,6 +35,7 @@ pub(crate) enum RestoreError {
     VacantGeneration { index: usize, generation: u32 },
 }
 
+#[cfg(feature = "serde")]
 impl core::fmt::Display for RestoreError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match *self {
@@ -102,6 +104,7 @@ impl<T> RawPool<T> {
     /// # Errors
     /// An index at or above `max_slots`; a live generation outside
     /// `1..=max_generation`; a vacant generation above `MAX_GENERATION`.
+    #[cfg(feature = "serde")]
     pub(crate) fn check_entry<V>(
         &self,
         index: usize,
@@ -135,6 +138,7 @@ impl<T> RawPool<T> {
     ///
     /// # Panics
     /// If the pool has ever handed out a slot.
+    #[cfg(feature = "serde")]
     pub(crate) fn restore(&mut self, entries: Vec<SlotEntry<T>>) -> Result<(), RestoreError> {
         for (index, entry) in entries.iter().enumerate() {
             self.check_entry(index, entry)?;
