@@ -197,8 +197,8 @@ impl<T> RawPool<T> {
 
     /// Number of slots in allocated buckets.
     pub(crate) fn capacity(&self) -> usize {
-        // The last bucket reaches past the highest index: its slots there
-        // are allocated but can never be handed out.
+        // The last bucket may reach past `max_slots`: its slots there are
+        // allocated but can never be handed out.
         self.storage.capacity().min(self.config.max_slots as usize)
     }
 

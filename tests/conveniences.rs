@@ -153,19 +153,11 @@ fn reserve_makes_room_up_to_the_slot_limit() {
     pool.reserve(0);
     assert_eq!(pool.capacity(), capacity);
 
-    let huge: HandlePool<u8> = HandlePool::new();
-    huge.reserve(usize::MAX);
-    assert!(huge.capacity() <= handle_pool::MAX_INDEX as usize + 1);
-    drop(huge);
-
     let small: HandlePool<u64> = HandlePool::with_config(predictable(10, 100, 8));
     small.reserve(usize::MAX);
-    assert!(small.capacity() >= 100);
-    assert!(
-        small.capacity() < 1000,
-        "{} slots for a limit of 100",
-        small.capacity()
-    );
+    // Its buckets for slots 0..100 hold 108 slots: those past the limit,
+    // which no insert can have, are not counted.
+    assert_eq!(small.capacity(), 100);
     for v in 0..100 {
         small.insert(v);
     }
