@@ -46,8 +46,8 @@ const BOUND_PATIENCE: Duration = Duration::from_millis(10);
 /// At most this many times `flush` and a full pool give the CPU away while
 /// a magazine's owner is inside a section (a pop, or a CAS and a push) or
 /// another revoker holds the magazine, before they leave that magazine
-/// alone: enough for a thread preempted there to run again. (Two under loom, whose yields always let
-/// the other threads run.)
+/// alone: enough for a thread preempted there to run again. (Two under
+/// loom, whose yields always let the other threads run.)
 #[cfg(not(all(test, handle_pool_loom)))]
 const REVOKE_PATIENCE: u32 = 256;
 #[cfg(all(test, handle_pool_loom))]
