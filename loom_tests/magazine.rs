@@ -347,10 +347,7 @@ fn full_pool_races_flush(name: &str, config: Config) {
         let log = DropLog::new(6);
         let pool = Arc::new(Pool::with_config(config));
         let mut main = Recorder::new(Arc::clone(&log));
-        let (ready, owner) = one_free_in_the_owners_magazine(&pool, &log);
-        while !ready.load(Ordering::Acquire) {
-            loom::thread::yield_now();
-        }
+        let owner = one_free_in_the_owners_magazine(&pool, &log);
         let got = main.try_insert(&pool, 3);
         assert!(got.is_some(), "a full pool's insert gave up on a free slot");
         let third = owner.finished();
@@ -385,10 +382,7 @@ fn sweep_races_push(name: &str, config: Config) {
         let log = DropLog::new(6);
         let pool = Arc::new(Pool::with_config(config));
         let mut main = Recorder::new(Arc::clone(&log));
-        let (ready, owner) = one_free_in_the_owners_magazine(&pool, &log);
-        while !ready.load(Ordering::Acquire) {
-            loom::thread::yield_now();
-        }
+        let owner = one_free_in_the_owners_magazine(&pool, &log);
         // What a sweep does to a magazine it finds idle and holding slots
         // (the owner is not idle here, so a real sweep might not).
         if pool.empty_other_magazines() {
@@ -403,35 +397,51 @@ fn sweep_races_push(name: &str, config: Config) {
     emptied.assert("the sweep took the owner's magazine");
 }
 
-/// Spawns the owner (thread number 1): it fills both slots of a two-slot
-/// pool, frees them, refills its magazine with both (one filled again, as
-/// value 2, the other left free in the magazine), sets the flag it returns,
-/// then removes value 2 and flushes. Its result is value 2's handle.
-fn one_free_in_the_owners_magazine(
+/// Spawns the owner (thread number 1): it fills all `slots` slots of the
+/// pool with values `0..slots`, frees them, and inserts value `slots`,
+/// whose refill takes the freed slots into its magazine (one filled again,
+/// the rest left free there); then it runs `then`, whose result is its own.
+/// Returns once the owner is past the refill: the race starts there (other
+/// models race refills).
+fn owner_with_a_full_magazine<R: Send + 'static>(
     pool: &Arc<Pool>,
     log: &Arc<DropLog>,
-) -> (Arc<AtomicBool>, Parked<Handle>) {
+    slots: u32,
+    then: impl FnOnce(&mut Recorder, &Pool, Handle) -> R + Send + 'static,
+) -> Parked<R> {
     let ready = Arc::new(AtomicBool::new(false));
     let owner = {
         let (pool, ready) = (Arc::clone(pool), Arc::clone(&ready));
         let mut r = Recorder::new(Arc::clone(log));
         spawn_parked(move || {
-            for id in 0..2 {
+            for id in 0..slots {
                 r.insert(&pool, id);
             }
-            for id in 0..2 {
+            for id in 0..slots {
                 assert!(r.remove(&pool, id));
             }
             r.flush(&pool);
-            let third = r.insert(&pool, 2);
+            let refilled = r.insert(&pool, slots);
             // Release pairs with the main thread's Acquire load.
             ready.store(true, Ordering::Release);
-            assert!(r.remove(&pool, 2));
-            r.flush(&pool);
-            third
+            then(&mut r, &pool, refilled)
         })
     };
-    (ready, owner)
+    while !ready.load(Ordering::Acquire) {
+        loom::thread::yield_now();
+    }
+    owner
+}
+
+/// [`owner_with_a_full_magazine`] of a two-slot pool: one slot free in the
+/// owner's magazine, the other holding value 2, which the owner then
+/// removes and flushes. Its result is value 2's handle.
+fn one_free_in_the_owners_magazine(pool: &Arc<Pool>, log: &Arc<DropLog>) -> Parked<Handle> {
+    owner_with_a_full_magazine(pool, log, 2, |r, pool, third| {
+        assert!(r.remove(pool, 2));
+        r.flush(pool);
+        third
+    })
 }
 
 /// Once the owner is done, the handles in `got` that are still live and two
@@ -479,28 +489,8 @@ fn full_pool_takes_slot_before_refill(name: &str, config: Config) {
         let log = DropLog::new(6);
         let pool = Arc::new(Pool::with_config(config));
         let mut main = Recorder::new(Arc::clone(&log));
-        let ready = Arc::new(AtomicBool::new(false));
-        let owner = {
-            let (pool, ready) = (Arc::clone(&pool), Arc::clone(&ready));
-            let mut r = Recorder::new(Arc::clone(&log));
-            spawn_parked(move || {
-                for id in 0..3 {
-                    r.insert(&pool, id);
-                }
-                for id in 0..3 {
-                    assert!(r.remove(&pool, id));
-                }
-                r.flush(&pool);
-                // The refill takes all three: one filled, two wait.
-                r.insert(&pool, 3);
-                // Release pairs with the main thread's Acquire load.
-                ready.store(true, Ordering::Release);
-                r.try_insert(&pool, 4)
-            })
-        };
-        while !ready.load(Ordering::Acquire) {
-            loom::thread::yield_now();
-        }
+        // The refill takes all three: one filled, two wait.
+        let owner = owner_with_a_full_magazine(&pool, &log, 3, |r, pool, _| r.try_insert(pool, 4));
         let got = main.try_insert(&pool, 5);
         let other = owner.finished();
         assert!(
