@@ -45,7 +45,7 @@ impl Chain {
     /// The chain from `first` to the slot whose link is `NIL`, found by
     /// walking it: a step per slot. The caller owns the chain, so its links
     /// stay put (read Relaxed).
-    pub(crate) fn walked<T>(storage: &Storage<T>, first: u32) -> Chain {
+    fn walked<T>(storage: &Storage<T>, first: u32) -> Chain {
         let mut last = first;
         loop {
             let next = SlotWord::from_bits(storage.slot(last).word.load(Ordering::Relaxed)).link();
@@ -201,12 +201,22 @@ impl FreeList {
         }
     }
 
+    /// Pushes the chain the caller owns from `first` to the slot whose link
+    /// is `NIL`: onto an empty list as it is, its `NIL` the list's end
+    /// ([`push_if_empty`](Self::push_if_empty)); else walked to its last
+    /// slot, a step per slot, to be linked in front.
+    pub(crate) fn push_to_nil<T>(&self, storage: &Storage<T>, first: u32) {
+        if !self.push_if_empty(first) {
+            self.push(storage, Chain::walked(storage, first));
+        }
+    }
+
     /// Makes the chain the caller owns from `first` (its last link `NIL`)
     /// the list's contents if the list is empty, keeping the pop count:
     /// the chain's `NIL` stays the list's end, so its last slot need not be
     /// known, nor found by a walk. `false`, and nothing done, if the list is
     /// not empty.
-    pub(crate) fn push_if_empty(&self, first: u32) -> bool {
+    fn push_if_empty(&self, first: u32) -> bool {
         let mut head = self.word.load(Ordering::Relaxed);
         while low(head) == NIL {
             // Release pairs with the Acquire in `pop`: as in `push`.

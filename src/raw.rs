@@ -943,15 +943,11 @@ impl<T> RawPool<T> {
     }
 
     /// Moves the free slots of `stripe`'s magazine, which `revoked` holds,
-    /// onto the stripe's shared list: onto an empty list (the usual case:
-    /// the magazine took it whole) as they are; else walked to the last
-    /// one, a step per slot, to be linked in front.
+    /// onto the stripe's shared list: unwalked onto an empty list, the usual
+    /// case, since the magazine took that list whole.
     fn move_free_to_shared(&self, stripe: StripeIndex, revoked: &Revoked<'_>) {
         if let Some(first) = revoked.free() {
-            let list = &self.stripes[stripe].free;
-            if !list.push_if_empty(first) {
-                list.push(&self.storage, Chain::walked(&self.storage, first));
-            }
+            self.stripes[stripe].free.push_to_nil(&self.storage, first);
         }
     }
 
