@@ -190,6 +190,19 @@ impl<T> Storage<T> {
         1usize << (Self::bucket_log2(bucket) - 2)
     }
 
+    /// Slots allocated for `bucket`: its whole length, except in the bucket
+    /// where the index space ends, which holds only the slots of indices up
+    /// to `u32::MAX`. With the default first level of 64 that bucket would
+    /// otherwise hold 2^30 slots for 64 indices (16 GiB of a `u64` pool's
+    /// address space). Every index a handle can carry, forged or not, stays
+    /// inside its bucket's allocation, so lookups need no further check.
+    fn allocated_len(&self, bucket: usize) -> usize {
+        let end = u32::MAX as u64 + 1 + self.first;
+        let start = Self::bucket_start(bucket);
+        debug_assert!(start < end, "bucket {bucket} holds no index");
+        (Self::bucket_len(bucket) as u64).min(end - start) as usize
+    }
+
     /// The slot at `index`, or `None` if its bucket was never allocated.
     #[inline(always)]
     pub(crate) fn get(&self, index: u32) -> Option<&Slot<T>> {
@@ -270,8 +283,9 @@ impl<T> Storage<T> {
             return missing;
         }
         // SAFETY: an allocated entry holds `bucket - start` for a bucket of
-        // `bucket_len` initialised slots whose shifted indices start at
-        // `start`, and `bucket_of` put `shifted` in that range: the sum
+        // `allocated_len` initialised slots whose shifted indices start at
+        // `start`, and `bucket_of` put `shifted` in that range (which
+        // `allocated_len` cuts only past every `u32` index): the sum
         // points into the bucket (wrapping arithmetic keeps the bucket's
         // provenance), which lives until `self` is dropped.
         found(unsafe { &*biased.wrapping_add(shifted as usize) })
@@ -364,7 +378,7 @@ impl<T> Storage<T> {
 
     #[cold]
     fn allocate_bucket(&self, bucket: usize) {
-        let len = Self::bucket_len(bucket);
+        let len = self.allocated_len(bucket);
         let fresh = Box::into_raw(new_slots::<T>(len)) as *mut Slot<T>;
         let biased = fresh.wrapping_sub(Self::bucket_start(bucket) as usize);
         // Release publishes the initialised slots to `get`'s Acquire load;
@@ -399,7 +413,7 @@ impl<T> Storage<T> {
         self.flat_committed.load(Ordering::Relaxed)
             + self
                 .allocated()
-                .map(|(bucket, _)| Self::bucket_len(bucket))
+                .map(|(bucket, _)| self.allocated_len(bucket))
                 .sum::<usize>()
     }
 
@@ -530,7 +544,7 @@ impl<T> Drop for Storage<T> {
             drop(unsafe { Box::from_raw(flat) });
         }
         for (bucket, start) in self.allocated() {
-            let len = Self::bucket_len(bucket);
+            let len = self.allocated_len(bucket);
             // SAFETY: `start` is the pointer `allocate_bucket` got from
             // `Box::into_raw` of `len` slots, and `&mut self` means no one
             // else uses it. Slots never drop their value cells: the pool

@@ -1,6 +1,7 @@
 //! Where indices live: four buckets per doubling level, offsets inside them.
 
 use super::*;
+use crate::handle::MAX_INDEX;
 #[cfg(all(unix, target_pointer_width = "64"))]
 use crate::region::HUGE_PAGE;
 
@@ -77,6 +78,36 @@ fn the_last_indices_fit_the_last_bucket() {
     assert_eq!(end.offset, Storage::<u32>::bucket_len(end.bucket) - 1);
     let start = storage.locate(u32::MAX - 3);
     assert_eq!((start.bucket, start.offset), (4 * (2 + 30 - 1), 0));
+}
+
+#[test]
+fn the_bucket_where_the_index_space_ends_holds_only_its_indices() {
+    // (first shift, slots of the last bucket holding an index): its
+    // shifted indices start at 2^32, where the last `first` indices live
+    // (the first level holds at least 4).
+    for (first_shift, last) in [(0u32, 4usize), (2, 4), (6, 64)] {
+        let storage = Storage::<u64>::new(first_shift, 0, u32::MAX);
+        storage.ensure(MAX_INDEX, MAX_INDEX + 1);
+        // The whole bucket would be 2^30 slots (16 GiB here).
+        assert_eq!(storage.capacity(), last, "first shift {first_shift}");
+        // Every index a handle can carry, `u32::MAX` included, is inside
+        // the allocation: write the slots of the last indices and read
+        // them back (ASan would see a slot past the end).
+        for index in u32::MAX - (last as u32 - 1)..=u32::MAX {
+            let slot = storage.get(index).expect("in the allocated bucket");
+            slot.word.store(index as u64, Ordering::Relaxed);
+        }
+        for index in u32::MAX - (last as u32 - 1)..=u32::MAX {
+            assert_eq!(
+                storage.slot(index).word.load(Ordering::Relaxed),
+                index as u64
+            );
+        }
+        assert!(
+            storage.get(u32::MAX - last as u32).is_none(),
+            "the bucket before is not allocated"
+        );
+    }
 }
 
 #[test]
