@@ -471,8 +471,12 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     }
 
     /// Number of slots ever handed out (live, free, awaiting reclamation or
-    /// retired); at most [`capacity`](Self::capacity). A diagnostic for how
-    /// far reuse keeps up with removal.
+    /// retired). A diagnostic for how far reuse keeps up with removal.
+    ///
+    /// At most [`capacity`](Self::capacity) when no insert is running: an
+    /// insert takes fresh indices before it allocates their slots, so
+    /// meanwhile another thread may read a count a few slots past the
+    /// capacity.
     ///
     /// ```
     /// let pool = handle_pool::HandlePool::new();
@@ -645,7 +649,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     }
 
     /// Removes every value, returning `(handle, value)` pairs. Every old
-    /// handle is stale afterwards, whether or not the iterator is consumed.
+    /// handle is stale once the iterator is dropped, whether or not it was
+    /// consumed. If the iterator is leaked instead (`mem::forget`), the
+    /// values it had not yielded stay in the pool, their handles valid, as
+    /// they were.
     ///
     /// # Panics
     /// When the iterator is dropped, if the `Drop` of a value it had not

@@ -163,3 +163,26 @@ fn reserve_makes_room_up_to_the_slot_limit() {
     }
     assert!(small.try_insert(100).is_err(), "the limit still holds");
 }
+
+#[test]
+fn a_leaked_drain_leaves_the_values_it_did_not_yield() {
+    let mut pool: HandlePool<u64> = HandlePool::new();
+    let handles: Vec<Handle> = (0..10).map(|i| pool.insert(i)).collect();
+    let mut drain = pool.drain();
+    let (taken, value) = drain.next().expect("ten values");
+    std::mem::forget(drain);
+    assert_eq!(pool.len(), 9);
+    assert_eq!(pool.iter_mut().len(), 9);
+    for (i, &h) in handles.iter().enumerate() {
+        if h == taken {
+            assert_eq!(value, i as u64);
+            assert!(!pool.contains(h), "the yielded value's handle is stale");
+        } else {
+            assert_eq!(pool.get_cloned(h), Some(i as u64), "handle {i}");
+        }
+    }
+    // The pool goes on as usual.
+    let fresh = pool.insert(10);
+    assert_eq!(pool.drain().count(), 10);
+    assert!(!pool.contains(fresh) && pool.is_empty());
+}
