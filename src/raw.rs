@@ -1875,4 +1875,6 @@ impl<T> Iterator for IntoEntries<T> {
 
 mod snapshot;
 #[cfg(feature = "serde")]
+pub(crate) use snapshot::ReadEntries;
+#[cfg(feature = "serde")]
 pub(crate) use snapshot::SlotEntry;

@@ -36,8 +36,12 @@
 //! for with an entry. A hostile document therefore costs at most a small
 //! multiple of the number of entries it actually contains: the entries are
 //! read one by one (a length the input announces preallocates at most 4096
-//! of them, and at most 64 KiB), kept in a `Vec` until every one is checked,
-//! and the pool then allocates at most `2 * entries + 64` slots.
+//! of them, and at most 64 KiB), kept until every one is checked (a 4-byte
+//! tag per entry, and the live entries' values), and the pool then
+//! allocates at most `2 * entries + 64` slots. A slot holds room for a
+//! value, so a vacant entry, two bytes in a compact format, still costs a
+//! slot (`size_of::<T>()` and 8 bytes, rounded to `T`'s alignment), as
+//! in any slot map: the pool gives each index its slot.
 //! Generations out of range, more than `MAX_INDEX + 1` entries, unknown,
 //! repeated or missing fields are errors that name the problem.
 //!
@@ -64,7 +68,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::handle::{Handle, PoolHandle};
 use crate::pool::HandlePool;
-use crate::raw::{RawPool, SlotEntry};
+use crate::raw::{RawPool, ReadEntries, SlotEntry};
 
 /// The name of the pool struct in the serde data model.
 const POOL: &str = "HandlePool";
@@ -238,7 +242,7 @@ impl Visitor<'_> for FieldVisitor {
 struct SlotsSeed<'a, T, H>(&'a HandlePool<T, H>);
 
 impl<'de, T: Deserialize<'de>, H: PoolHandle> DeserializeSeed<'de> for SlotsSeed<'_, T, H> {
-    type Value = Vec<SlotEntry<T>>;
+    type Value = ReadEntries<T>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_seq(self)
@@ -246,7 +250,7 @@ impl<'de, T: Deserialize<'de>, H: PoolHandle> DeserializeSeed<'de> for SlotsSeed
 }
 
 impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for SlotsSeed<'_, T, H> {
-    type Value = Vec<SlotEntry<T>>;
+    type Value = ReadEntries<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a sequence of slot entries")
@@ -255,7 +259,7 @@ impl<'de, T: Deserialize<'de>, H: PoolHandle> Visitor<'de> for SlotsSeed<'_, T, 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let raw = self.0.raw();
         // Never trust an announced length: it only saves a few reallocations.
-        let mut entries = Vec::with_capacity(cautious_capacity::<SlotEntry<T>>(seq.size_hint()));
+        let mut entries = ReadEntries::with_capacity(cautious_capacity::<u32>(seq.size_hint()));
         while let Some(entry) = seq.next_element::<SlotEntry<T>>()? {
             raw.check_entry(entries.len(), &entry)
                 .map_err(de::Error::custom)?;

@@ -428,6 +428,31 @@ fn hostile_documents_that_load_allocate_in_proportion_to_their_entries() {
     assert!(pool.insert(2).index() >= 3);
 }
 
+#[test]
+fn vacant_entries_are_held_as_tags_not_values_until_checked() {
+    // postcard: the length as a varint, then per entry its variant and
+    // generation, one byte each: a vacant entry is two bytes.
+    const ENTRIES: usize = 50_000;
+    let mut doc = Vec::new();
+    let mut n = ENTRIES;
+    while n >= 0x80 {
+        doc.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    doc.push(n as u8);
+    doc.extend(std::iter::repeat_n([0u8, 1], ENTRIES).flatten());
+    type Big = [[u64; 32]; 2];
+    let (pool, total, _) = measure(|| postcard::from_bytes::<HandlePool<Big>>(&doc).unwrap());
+    assert_eq!((pool.len(), pool.slots_used()), (0, ENTRIES));
+    // The slots come from the flat region's mapping, not the allocator:
+    // what is counted is the entries held until checked, 4 bytes each
+    // (a vector doubling to 64 Ki tags allocates under 512 KiB in all),
+    // where a `Vec` of entries would hold a 520-byte entry each.
+    assert!(total < SMALL + 8 * ENTRIES, "allocated {total} bytes");
+    let h = pool.insert([[7; 32]; 2]);
+    assert_eq!((h.index(), h.generation()), (0, 2));
+}
+
 /// A bincode pool document of `count` vacant entries whose length prefix
 /// claims `claimed` entries.
 fn lying_bincode(claimed: u64, count: usize) -> Vec<u8> {

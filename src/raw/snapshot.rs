@@ -19,6 +19,86 @@ pub(crate) enum SlotEntry<V> {
     Live(u32, V),
 }
 
+/// Slot entries read from a serialized pool, held until every one is
+/// checked: one 4-byte tag per slot, and the live entries' values apart, so
+/// that a vacant entry (two bytes in a compact format) costs its tag and not
+/// a `V`.
+#[cfg(feature = "serde")]
+pub(crate) struct ReadEntries<V> {
+    /// Per slot, in index order: its generation, with [`ReadEntries::LIVE`]
+    /// set for a live entry.
+    tags: Vec<u32>,
+    /// The live entries' values, in index order.
+    values: Vec<V>,
+}
+
+#[cfg(feature = "serde")]
+impl<V> ReadEntries<V> {
+    /// Marks a live entry's tag. Free: generations are below 2^30 (those
+    /// past it are refused before an entry is kept, see `push`).
+    const LIVE: u32 = 1 << 31;
+
+    /// Room for `slots` entries' tags (the values grow as they come).
+    pub(crate) fn with_capacity(slots: usize) -> Self {
+        ReadEntries {
+            tags: Vec::with_capacity(slots),
+            values: Vec::new(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.tags.len()
+    }
+
+    /// Keeps `entry`, which [`RawPool::check_entry`] accepted (restoring
+    /// checks every entry again before it writes anything).
+    ///
+    /// # Panics
+    /// If its generation has the live tag's bit: `check_entry` refuses it.
+    pub(crate) fn push(&mut self, entry: SlotEntry<V>) {
+        let (generation, value) = match entry {
+            SlotEntry::Vacant(generation) => (generation, None),
+            SlotEntry::Live(generation, value) => (generation, Some(value)),
+        };
+        assert!(
+            generation & Self::LIVE == 0,
+            "handle-pool bug: an unchecked generation {generation} was kept"
+        );
+        match value {
+            None => self.tags.push(generation),
+            Some(value) => {
+                self.tags.push(generation | Self::LIVE);
+                self.values.push(value);
+            }
+        }
+    }
+
+    /// The entries without their values, in index order: what
+    /// [`RawPool::check_entry`] looks at.
+    fn shapes(&self) -> impl Iterator<Item = SlotEntry<()>> + '_ {
+        self.tags.iter().map(|&tag| {
+            if tag & Self::LIVE == 0 {
+                SlotEntry::Vacant(tag)
+            } else {
+                SlotEntry::Live(tag & !Self::LIVE, ())
+            }
+        })
+    }
+
+    /// The entries, from the last slot's down.
+    fn into_rev(self) -> impl Iterator<Item = SlotEntry<V>> {
+        let ReadEntries { tags, mut values } = self;
+        tags.into_iter().rev().map(move |tag| {
+            if tag & Self::LIVE == 0 {
+                SlotEntry::Vacant(tag)
+            } else {
+                let value = values.pop().expect("a value for every live tag");
+                SlotEntry::Live(tag & !Self::LIVE, value)
+            }
+        })
+    }
+}
+
 /// Why a list of slot entries cannot become a pool.
 #[cfg(feature = "serde")]
 #[derive(Debug, PartialEq, Eq)]
@@ -139,13 +219,13 @@ impl<T> RawPool<T> {
     /// # Panics
     /// If the pool has ever handed out a slot.
     #[cfg(feature = "serde")]
-    pub(crate) fn restore(&mut self, entries: Vec<SlotEntry<T>>) -> Result<(), RestoreError> {
-        for (index, entry) in entries.iter().enumerate() {
-            self.check_entry(index, entry)?;
+    pub(crate) fn restore(&mut self, entries: ReadEntries<T>) -> Result<(), RestoreError> {
+        for (index, entry) in entries.shapes().enumerate() {
+            self.check_entry(index, &entry)?;
         }
         // Checked above: every index is below `max_slots`, a `u32`.
         let mut rebuild = Rebuild::new(self, entries.len() as u32);
-        for entry in entries.into_iter().rev() {
+        for entry in entries.into_rev() {
             rebuild.put_next_down(entry);
         }
         rebuild.finish();
