@@ -204,6 +204,16 @@ impl<T, H: PoolHandle> FusedIterator for Keys<'_, T, H> {}
 /// let guard = handle_pool::pin();
 /// assert_eq!(pool.values(&guard).map(|v| *v as u32).sum::<u32>(), 6);
 /// ```
+///
+/// Like [`Iter`], it is `Send` and `Sync` exactly when `T: Sync`:
+///
+/// ```compile_fail
+/// use std::cell::Cell;
+/// fn assert_send<X: Send>(_: X) {}
+/// let pool: handle_pool::HandlePool<Cell<u32>> = handle_pool::HandlePool::new();
+/// let guard = handle_pool::pin();
+/// assert_send(pool.values(&guard));
+/// ```
 pub struct Values<'g, T, H> {
     iter: Iter<'g, T, H>,
 }
@@ -235,6 +245,23 @@ impl<T, H: PoolHandle> FusedIterator for Values<'_, T, H> {}
 /// let mut pool: handle_pool::HandlePool<u8> = (1..=3).collect();
 /// pool.values_mut().for_each(|v| *v += 1);
 /// assert_eq!(pool.values_mut().map(|v| *v as u32).sum::<u32>(), 9);
+/// ```
+///
+/// It hands out `&mut T`, so it is `Send` when `T: Send` and `Sync` when
+/// `T: Sync` (like `std::slice::IterMut`):
+///
+/// ```compile_fail
+/// use std::rc::Rc;
+/// fn assert_send<X: Send>(_: X) {}
+/// let mut pool: handle_pool::HandlePool<Rc<u32>> = handle_pool::HandlePool::new();
+/// assert_send(pool.values_mut());
+/// ```
+///
+/// ```compile_fail
+/// use std::cell::Cell;
+/// fn assert_sync<X: Sync>(_: X) {}
+/// let mut pool: handle_pool::HandlePool<Cell<u32>> = handle_pool::HandlePool::new();
+/// assert_sync(pool.values_mut());
 /// ```
 pub struct ValuesMut<'a, T, H> {
     iter: IterMut<'a, T, H>,

@@ -5,7 +5,10 @@
 use std::cell::Cell;
 use std::sync::MutexGuard;
 
-use handle_pool::{CapacityError, Drain, Handle, HandlePool, IntoIter, Iter, IterMut};
+use handle_pool::{
+    CapacityError, Drain, Handle, HandlePool, IntoIter, Iter, IterMut, Keys, ReferenceTable,
+    Values, ValuesMut,
+};
 
 fn send<X: Send>() {}
 fn sync<X: Sync>() {}
@@ -54,4 +57,41 @@ fn mutable_iterators_follow_t_send_and_t_sync() {
     send::<IntoIter<u32, Handle>>();
     sync::<IntoIter<u32, Handle>>();
     send::<IntoIter<C, Handle>>();
+}
+
+#[test]
+fn key_and_value_iterators_follow_the_iterators_they_wrap() {
+    send::<Keys<'static, u32, Handle>>();
+    sync::<Keys<'static, u32, Handle>>();
+    send::<Values<'static, u32, Handle>>();
+    sync::<Values<'static, u32, Handle>>();
+    // `&G` may cross threads: `G: Sync`.
+    send::<Values<'static, G, Handle>>();
+    sync::<Values<'static, G, Handle>>();
+    send::<ValuesMut<'static, u32, Handle>>();
+    sync::<ValuesMut<'static, u32, Handle>>();
+    // `&mut C` may be sent: `C: Send`; `&mut G` shared: `G: Sync`.
+    send::<ValuesMut<'static, C, Handle>>();
+    sync::<ValuesMut<'static, G, Handle>>();
+}
+
+#[test]
+fn reference_table_follows_t_as_a_vec_does() {
+    send::<ReferenceTable<u32>>();
+    sync::<ReferenceTable<u32>>();
+    send::<ReferenceTable<C>>();
+    sync::<ReferenceTable<G>>();
+}
+
+#[cfg(feature = "rayon")]
+#[test]
+fn parallel_iterators_follow_t() {
+    use handle_pool::{ParDrain, ParIter, ParIterMut, ParValuesMut};
+    send::<ParIter<'static, u32, Handle>>();
+    sync::<ParIter<'static, u32, Handle>>();
+    send::<ParIter<'static, G, Handle>>();
+    send::<ParIterMut<'static, u32, Handle>>();
+    send::<ParIterMut<'static, C, Handle>>();
+    send::<ParValuesMut<'static, C>>();
+    send::<ParDrain<'static, C, Handle>>();
 }
