@@ -92,7 +92,7 @@ impl<T, H: PoolHandle> IntoIterator for HandlePool<T, H> {
 ///
 /// It owns the pool, so it is `Send` when `T: Send`; `Rc`s stay on one thread:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::rc::Rc;
 /// fn assert_send<X: Send>(_: X) {}
 /// let pool: handle_pool::HandlePool<Rc<u32>> = handle_pool::HandlePool::new();

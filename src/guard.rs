@@ -24,12 +24,12 @@ use core::ops::Deref;
 /// pin also protects other crossbeam-epoch structures on the default
 /// collector. It is neither `Send` nor `Sync`: a pin belongs to its thread.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// fn must_be_send<T: Send>(_: T) {}
 /// must_be_send(handle_pool::pin());
 /// ```
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// fn must_be_sync<T: Sync>(_: T) {}
 /// must_be_sync(handle_pool::pin());
 /// ```

@@ -212,7 +212,7 @@ impl PoolHandle for Handle {
 ///
 /// A handle of the wrong type does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0308
 /// use handle_pool::{new_handle_type, HandlePool};
 /// new_handle_type! { struct EntityHandle; struct TextureHandle; }
 /// let entities: HandlePool<u32, EntityHandle> = HandlePool::with_handle_type();

@@ -19,7 +19,7 @@ use crate::raw::{Drained, Entries, EntriesMut};
 /// It hands out `&T`, so it is `Send` and `Sync` exactly when `T: Sync`
 /// (like `std::slice::Iter`); an iterator over `Cell`s stays on its thread:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::cell::Cell;
 /// fn assert_send<X: Send>(_: X) {}
 /// let pool: handle_pool::HandlePool<Cell<u32>> = handle_pool::HandlePool::new();
@@ -71,7 +71,7 @@ impl<T, H: PoolHandle> FusedIterator for Iter<'_, T, H> {}
 /// `T: Sync` (like `std::slice::IterMut`); an iterator over `Rc`s stays on
 /// its thread:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::rc::Rc;
 /// fn assert_send<X: Send>(_: X) {}
 /// let mut pool: handle_pool::HandlePool<Rc<u32>> = handle_pool::HandlePool::new();
@@ -123,7 +123,7 @@ impl<T, H: PoolHandle> ExactSizeIterator for IterMut<'_, T, H> {}
 /// It moves `T`s out, so it is `Send` when `T: Send` and `Sync` when
 /// `T: Sync` (like `std::vec::Drain`); draining `Rc`s stays on one thread:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::rc::Rc;
 /// fn assert_send<X: Send>(_: X) {}
 /// let mut pool: handle_pool::HandlePool<Rc<u32>> = handle_pool::HandlePool::new();
@@ -207,7 +207,7 @@ impl<T, H: PoolHandle> FusedIterator for Keys<'_, T, H> {}
 ///
 /// Like [`Iter`], it is `Send` and `Sync` exactly when `T: Sync`:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::cell::Cell;
 /// fn assert_send<X: Send>(_: X) {}
 /// let pool: handle_pool::HandlePool<Cell<u32>> = handle_pool::HandlePool::new();
@@ -250,14 +250,14 @@ impl<T, H: PoolHandle> FusedIterator for Values<'_, T, H> {}
 /// It hands out `&mut T`, so it is `Send` when `T: Send` and `Sync` when
 /// `T: Sync` (like `std::slice::IterMut`):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::rc::Rc;
 /// fn assert_send<X: Send>(_: X) {}
 /// let mut pool: handle_pool::HandlePool<Rc<u32>> = handle_pool::HandlePool::new();
 /// assert_send(pool.values_mut());
 /// ```
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use std::cell::Cell;
 /// fn assert_sync<X: Sync>(_: X) {}
 /// let mut pool: handle_pool::HandlePool<Cell<u32>> = handle_pool::HandlePool::new();

@@ -37,7 +37,7 @@ use crate::raw::{HandleSink, RawPool};
 /// sharing it read `&T` and move values in and out. A pool of `Cell`s cannot
 /// be shared,
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// fn assert_sync<X: Sync>(_: &X) {}
 /// let pool: handle_pool::HandlePool<std::cell::Cell<u32>> = handle_pool::HandlePool::new();
 /// assert_sync(&pool);
@@ -45,7 +45,7 @@ use crate::raw::{HandleSink, RawPool};
 ///
 /// and a pool of `Rc`s cannot even be sent:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// fn assert_send<X: Send>(_: X) {}
 /// let pool: handle_pool::HandlePool<std::rc::Rc<u32>> = handle_pool::HandlePool::new();
 /// assert_send(pool);
@@ -330,7 +330,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     ///
     /// The reference cannot outlive its guard:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0597
     /// use handle_pool::{pin, HandlePool};
     /// let pool = HandlePool::new();
     /// let h = pool.insert(1);
@@ -343,7 +343,7 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     ///
     /// nor its pool:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0597
     /// use handle_pool::{pin, HandlePool};
     /// let guard = pin();
     /// let r = {
