@@ -30,6 +30,8 @@
 //! | `cs_pin`      | concurrent-slotmap `get`, pinning per call                  |
 //! | `hp_get`      | `HandlePool::get(h, &guard)`, one `handle_pool::pin()` guard held over the iteration |
 //! | `hp_contains` | `HandlePool::contains(h)` (sums the hits)                   |
+//! | `hp_reader_get` | `Reader::get(h)`: one `pool.reader(&guard)` per iteration, as `hp_get`'s guard |
+//! | `hp_reader_contains` | `Reader::contains(h)`, through the same kind of reader |
 //! | `hp_cloned`   | `HandlePool::get_cloned(h)` (pins per call)                 |
 //! | `hp_with`     | `HandlePool::with(h, \|v\| *v)` (pins per call)              |
 //!
@@ -51,7 +53,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
-use handle_pool::{Handle, HandlePool};
+use handle_pool::{Handle, HandlePool, Reader};
 use slotmap::{DefaultKey, SlotMap};
 
 type CsMap = concurrent_slotmap::SlotMap<concurrent_slotmap::SlotId, u64>;
@@ -145,6 +147,24 @@ fn pass<K: Copy, G>(
             sum = sum.wrapping_add(lookup(&guard, k));
         }
         drop(guard);
+        sum
+    }
+}
+
+/// [`pass`] for lookups through a [`Reader`]: pin, make the reader, sum
+/// `lookup` over the keys, unpin.
+#[inline(always)]
+fn reader_pass<'p>(
+    pool: &'p HandlePool<u64>,
+    lookup: impl Fn(&Reader<'_, u64>, Handle) -> u64 + 'p,
+) -> impl FnMut(&[Handle]) -> u64 + 'p {
+    move |window| {
+        let guard = handle_pool::pin();
+        let reader = pool.reader(&guard);
+        let mut sum = 0u64;
+        for &k in black_box(window) {
+            sum = sum.wrapping_add(lookup(&reader, k));
+        }
         sum
     }
 }
@@ -271,6 +291,22 @@ fn lookup_group(
         &hp_keys,
         hits,
         pass(|| (), |_, k| u64::from(hp.contains(k))),
+    );
+    // A reader per pass, made after its guard: the pool's storage is read
+    // once per pass, where `hp_get` and `hp_contains` read it per lookup.
+    bench(
+        &mut group,
+        "hp_reader_get",
+        &hp_keys,
+        value_sum,
+        reader_pass(hp, |reader, k| reader.get(k).map_or(0, |&v| v)),
+    );
+    bench(
+        &mut group,
+        "hp_reader_contains",
+        &hp_keys,
+        hits,
+        reader_pass(hp, |reader, k| u64::from(reader.contains(k))),
     );
     bench(
         &mut group,

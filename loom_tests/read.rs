@@ -10,9 +10,9 @@
 //! which reuses the slot if its batch was reclaimed: loom reports the drop
 //! or the new value's write if either races the reader's read of the value.
 
-use handle_pool::Config;
+use handle_pool::{pin, Config, Handle};
 
-use super::harness::{setup, step, teardown, Model, Step};
+use super::harness::{setup, step, teardown, Model, Reached, Step, Tracked};
 
 /// Batches of one (a removal seals at once), four stripes (so both threads
 /// have a word).
@@ -170,4 +170,61 @@ fn reclamations_racing_over_a_batch_a_read_holds_back() {
         ],
     )
     .check("reclamations_racing_over_a_batch_a_read_holds_back");
+}
+
+/// A [`Reader`](handle_pool::Reader) made before another thread's insert
+/// commits the flat slot it fills. The reader's thread then looks the new
+/// handle up in the pool directly (which reads the count as it is now) and
+/// through the reader (which holds the count it read when made): once the
+/// direct lookup finds the value, the reader must too. A reader that
+/// looked past its own count in the buckets alone would miss it, since a
+/// bucket below the flat region's end is never allocated.
+///
+/// The reader's thread is the spawned one and the inserter runs on the
+/// main thread: the other way round, loom ran 7 executions, in none of
+/// which the insert landed before the lookups.
+#[test]
+fn a_reader_finds_a_slot_committed_after_it_was_made() {
+    let reached = Reached::default();
+    let seen = reached.clone();
+    Model {
+        config: Config {
+            flat_slots: 4,
+            ..Config::tiny(8, 1)
+        },
+        values: 2,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+        }),
+        threads: vec![
+            step(move |pool, r| {
+                // One fresh slot at a time: value 1 takes slot 1, with the
+                // generation slot 0's first occupant had.
+                let later = Handle::from_bits(r.handle(0).to_bits() + 1).expect("a valid handle");
+                let guard = pin();
+                let reader = pool.reader(&guard);
+                let direct = pool.get(later, &guard).map(Tracked::id);
+                let through_reader = reader.get(later).map(Tracked::id);
+                // Only hits are recorded: the history's order needs value
+                // 1's insert before a lookup of it, and a miss here may
+                // precede that insert (the handle was made up, not given).
+                for found in [direct, through_reader].into_iter().flatten() {
+                    r.record_get(1, Some(found));
+                }
+                if direct.is_some() {
+                    assert_eq!(through_reader, direct, "the reader missed a later slot");
+                    seen.mark();
+                }
+            }),
+            step(|pool, r| {
+                r.insert(pool, 1);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            assert_eq!(r.handle(1).index(), 1, "value 1 took slot 1");
+            r.observe_all(pool);
+        }),
+    }
+    .check("a_reader_finds_a_slot_committed_after_it_was_made");
+    reached.assert("a direct lookup found the value in the reader's thread");
 }

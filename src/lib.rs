@@ -18,6 +18,7 @@ mod magazine;
 mod par;
 mod pool;
 mod raw;
+mod reader;
 mod reclaim;
 pub mod reference;
 mod region;
@@ -49,6 +50,7 @@ pub use iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};
 #[cfg(feature = "rayon")]
 pub use par::{ParDrain, ParIter, ParIterMut, ParValuesMut};
 pub use pool::HandlePool;
+pub use reader::Reader;
 pub use reference::ReferenceTable;
 
 #[cfg(feature = "serde")]

@@ -19,7 +19,8 @@ use crate::lists::{Chain, RemovalBatch};
 use crate::magazine::{Magazine, Revoked, Section};
 use crate::reclaim::Reclaimer;
 use crate::slot::{drop_catching, keep_first, Panic, Slot, SlotWord, State, NIL};
-use crate::storage::{Slots, Storage};
+pub(crate) use crate::storage::View;
+use crate::storage::{FindSlot, Slots, Storage};
 use crate::stripe::{StripeIndex, Stripes};
 use crate::sync::{asymmetric_fences, yield_now, AtomicU64, Ordering, Patience};
 
@@ -246,38 +247,63 @@ impl<T> RawPool<T> {
 
     // ---- Lookups -------------------------------------------------------
 
-    /// `found` of the slot `handle` names, if it holds the occupant the
-    /// handle was made for. Every lookup goes through here.
+    /// `found` of the slot `handle` names in `slots`, if it holds the
+    /// occupant the handle was made for. Every lookup goes through here.
     #[inline(always)]
     fn find_occupied<'a, R>(
-        &'a self,
+        slots: impl FindSlot<'a, T>,
         handle: Handle,
         found: impl FnOnce(&'a Slot<T>) -> R,
-    ) -> Option<R> {
-        self.storage.find(handle.index(), |slot| {
-            // Acquire pairs with the Release store in `publish`, so the value
-            // is visible once the word matches.
-            let word = slot.word.load(Ordering::Acquire);
-            if word == SlotWord::occupied(handle).to_bits() {
-                Some(found(slot))
-            } else {
-                // A stale or forged handle: laid out off the hit path, which
-                // then runs with no taken branch (BENCHES.md, "Misses off the
-                // hit path").
-                cold_path();
-                None
-            }
-        })
+    ) -> Option<R>
+    where
+        T: 'a,
+    {
+        slots.find_or(
+            handle.index(),
+            |slot| {
+                // Acquire pairs with the Release store in `publish`, so the
+                // value is visible once the word matches.
+                let word = slot.word.load(Ordering::Acquire);
+                if word == SlotWord::occupied(handle).to_bits() {
+                    Some(found(slot))
+                } else {
+                    // A stale or forged handle: laid out off the hit path,
+                    // which then runs with no taken branch (BENCHES.md,
+                    // "Misses off the hit path").
+                    cold_path();
+                    None
+                }
+            },
+            None,
+        )
     }
 
     /// The slot `handle` names if it holds the occupant the handle was made for.
     #[inline]
     fn occupied_slot(&self, handle: Handle) -> Option<&Slot<T>> {
-        self.find_occupied(handle, |slot| slot)
+        Self::find_occupied(&self.storage, handle, |slot| slot)
     }
 
+    /// The storage as it is now, for a loop of lookups through
+    /// [`get_in`](Self::get_in) and [`contains_in`](Self::contains_in)
+    /// (see `Storage::view`).
+    #[inline]
+    pub(crate) fn view(&self) -> View<'_, T> {
+        self.storage.view()
+    }
+
+    /// Whether `handle` refers to a value in the pool.
     #[inline]
     pub(crate) fn contains(&self, handle: Handle) -> bool {
+        Self::contains_in(&self.storage, handle)
+    }
+
+    /// [`contains`](Self::contains), looking in `slots`.
+    #[inline(always)]
+    pub(crate) fn contains_in<'a>(slots: impl FindSlot<'a, T>, handle: Handle) -> bool
+    where
+        T: 'a,
+    {
         // Acquire pairs with the Release store in `publish`, as in every
         // lookup: no value is read here, but a `true` orders this thread
         // after the insert, as a caller who signals through the pool may
@@ -286,7 +312,7 @@ impl<T> RawPool<T> {
         // widens in a zeroed register, where a `false` merged in from the
         // missing-bucket path made it a byte write that waits on the
         // previous lookup's (BENCHES.md, "One comparison for `contains`").
-        let word = self.storage.find_or(
+        let word = slots.find_or(
             handle.index(),
             |slot| slot.word.load(Ordering::Acquire),
             SlotWord::FRESH.to_bits(),
@@ -294,30 +320,49 @@ impl<T> RawPool<T> {
         word == SlotWord::occupied(handle).to_bits()
     }
 
-    /// The value `handle` refers to, protected by `_guard`.
+    /// The value `handle` refers to, protected by `guard`.
     #[inline]
-    pub(crate) fn get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g T> {
+    pub(crate) fn get<'g>(&'g self, handle: Handle, guard: &'g Guard) -> Option<&'g T> {
+        Self::get_in(&self.storage, handle, guard)
+    }
+
+    /// [`get`](Self::get), looking in `slots`: this pool's storage, or a
+    /// view of it, borrowed for `'g`.
+    #[inline(always)]
+    pub(crate) fn get_in<'g>(
+        slots: impl FindSlot<'g, T>,
+        handle: Handle,
+        _guard: &'g Guard,
+    ) -> Option<&'g T>
+    where
+        T: 'g,
+    {
         // SAFETY: the word was OCCUPIED(g), so the value is initialised (the
         // Acquire load saw its publication). The guard announced this thread
         // (a `Guard` can only be made by announcing) before that load, so
         // even if the value is removed now, its batch is not reclaimed until
-        // the guard is dropped (see `reclaim.md`); exclusive removals need `&mut`,
-        // which the `&'g self` borrow rules out; the storage lives as long as
-        // `&'g self`: the reference is valid for 'g.
-        self.find_occupied(handle, |slot| unsafe { slot.value_ref() })
+        // the guard is dropped (see `reclaim.md`); exclusive removals need
+        // `&mut` of the pool, which `slots`' borrow of its storage for `'g`
+        // rules out; the storage lives as long as that borrow: the
+        // reference is valid for 'g.
+        Self::find_occupied(slots, handle, |slot| unsafe { slot.value_ref() })
     }
 
     /// Calls `f` with the value `handle` refers to, protected for the call
     /// by a one-call read (see `Reclaimer::read`).
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
-        // SAFETY: the word was OCCUPIED(g), so the value is initialised. The
-        // read's protection began before that load and lasts until `f`
-        // returns, so no reclamation drops the value or reuses the slot
-        // meanwhile (as `Reclaimer::read` promises); exclusive removals need
-        // `&mut`, which `&self` rules out.
-        self.reclaimer
-            .read(|| self.find_occupied(handle, |slot| f(unsafe { slot.value_ref() })))
+        self.reclaimer.read(|| {
+            Self::find_occupied(&self.storage, handle, |slot| {
+                // SAFETY: the word was OCCUPIED(g), so the value is
+                // initialised. The read's protection began before that load
+                // and lasts until `f` returns, so no reclamation drops the
+                // value or reuses the slot meanwhile (as `Reclaimer::read`
+                // promises); exclusive removals need `&mut`, which `&self`
+                // rules out.
+                f(unsafe { slot.value_ref() })
+            })
+        })
     }
 
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {

@@ -235,36 +235,48 @@ impl<T> Storage<T> {
         found: impl FnOnce(&'a Slot<T>) -> R,
         missing: R,
     ) -> R {
-        if let Some(slot) = self.flat_slot(index) {
-            return found(slot);
+        // Through a view made just now: an index past its count is in a
+        // bucket.
+        match self.flat_slot(index) {
+            Some(slot) => found(slot),
+            None => self.find_in_buckets(index, found, missing),
         }
-        self.find_in_buckets(index, found, missing)
     }
 
-    /// The slot at `index` if the flat region holds it (committed).
+    /// The storage as it is now, for any number of lookups: the flat
+    /// region's first slot and committed count, read once.
+    ///
+    /// A loop of lookups through one view keeps the two in registers. Through
+    /// the storage itself each lookup loads both again, since the count is
+    /// an atomic that only grows and the compiler may not hoist an atomic
+    /// load out of a loop (BENCHES.md, "Lookups through a reader").
     #[inline(always)]
-    pub(crate) fn flat_slot(&self, index: u32) -> Option<&Slot<T>> {
-        // Acquire pairs with the Release `fetch_max` in `commit_flat`: the
-        // slots below the count are mapped and initialised.
-        if (index as usize) >= self.flat_committed.load(Ordering::Acquire) {
-            return None;
-        }
+    pub(crate) fn view(&self) -> View<'_, T> {
         // Relaxed: `flat` never changes after construction.
         let flat = self.flat.load(Ordering::Relaxed);
         if flat.is_null() {
             // SAFETY: `new` sets `flat` once, to the region's base (never
             // null: `Region::reserve` refuses a mapping at address 0), to a
             // dangling pointer, or under loom to a `Box`'s: all non-null.
-            // Telling the compiler so lets it test `index` alone, not the
-            // computed address for `None`'s null niche as well.
+            // Telling the compiler so here, where the pointer is loaded, lets
+            // a lookup test `index` alone, not the slot's address for
+            // `None`'s null niche as well (four instructions more per
+            // lookup with this hint in `View::flat_slot` instead).
             unsafe { core::hint::unreachable_unchecked() }
         }
-        // SAFETY: `index` is below the committed count, so `flat + index`
-        // is a slot of the region, committed (readable and writable) and
-        // initialised (fresh pages are zero, the word `FREE(0, 0)`, as in
-        // `new_slots`; under loom, constructed in `new`) before the count
-        // was published; the region lives until `self` is dropped.
-        Some(unsafe { &*flat.add(index as usize) })
+        View {
+            storage: self,
+            flat,
+            // Acquire pairs with the Release `fetch_max` in `commit_flat`:
+            // the slots below the count are mapped and initialised.
+            committed: self.flat_committed.load(Ordering::Acquire),
+        }
+    }
+
+    /// The slot at `index` if the flat region holds it (committed).
+    #[inline(always)]
+    pub(crate) fn flat_slot(&self, index: u32) -> Option<&Slot<T>> {
+        self.view().flat_slot(index)
     }
 
     /// `find_or` for an index the flat region does not hold (yet).
@@ -345,7 +357,7 @@ impl<T> Storage<T> {
         if !cfg!(all(test, handle_pool_loom)) {
             self.map_flat(end);
         }
-        // Release pairs with the Acquire load in `flat_slot`: the slots' pages
+        // Release pairs with the Acquire load in `view`: the slots' pages
         // are readable and writable (and zero where fresh: `FREE(0, 0)`)
         // before any thread that sees the count reads them. `fetch_max`: a
         // racing committer may have published more.
@@ -424,6 +436,87 @@ impl<T> Storage<T> {
             next: 0,
             end,
         }
+    }
+}
+
+/// The storage with the flat region's committed count as it was when the
+/// view was made ([`Storage::view`]). Indices below that count are found
+/// with an add; the others are looked up in the storage as it is now, so a
+/// view never misses a slot committed after it was made. Not `Send` or
+/// `Sync` (it holds a raw pointer): it lives in one thread's loop.
+pub(crate) struct View<'a, T> {
+    storage: &'a Storage<T>,
+    /// The flat region's first slot: `Storage::flat`.
+    flat: *const Slot<T>,
+    /// Slots of the flat region committed when the view was made.
+    committed: usize,
+}
+
+impl<T> Clone for View<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for View<'_, T> {}
+
+impl<'a, T> View<'a, T> {
+    /// `found` of the slot at `index`, or `missing` if its bucket was never
+    /// allocated (see [`Storage::find_or`]).
+    #[inline(always)]
+    pub(crate) fn find_or<R>(
+        &self,
+        index: u32,
+        found: impl FnOnce(&'a Slot<T>) -> R,
+        missing: R,
+    ) -> R {
+        if let Some(slot) = self.flat_slot(index) {
+            return found(slot);
+        }
+        // The flat region may have grown since the view was made, and a
+        // bucket below `flat_reserved` is never allocated: look again in
+        // the storage as it is now, whose count may hold the index.
+        self.storage.find_or(index, found, missing)
+    }
+
+    /// The slot at `index` if the flat region held it (committed) when the
+    /// view was made.
+    #[inline(always)]
+    fn flat_slot(&self, index: u32) -> Option<&'a Slot<T>> {
+        if (index as usize) >= self.committed {
+            return None;
+        }
+        // SAFETY: `index` is below the count `Storage::view` read (Acquire,
+        // pairing with `commit_flat`'s Release), so `flat + index` is a
+        // slot of the region, committed (readable and writable) and
+        // initialised (fresh pages are zero, the word `FREE(0, 0)`, as in
+        // `new_slots`; under loom, constructed in `new`) before that count
+        // was published. The count only grows and the region is unmapped
+        // only when the storage is dropped, which the view's borrow `'a`
+        // outlives: the slot stays valid for `'a`.
+        Some(unsafe { &*self.flat.add(index as usize) })
+    }
+}
+
+/// Where a lookup finds the slot of an index: the storage as it is now
+/// (`&Storage`), or a [`View`] of it made earlier. Either borrows the
+/// storage for `'a`, so the slots it finds live that long.
+pub(crate) trait FindSlot<'a, T: 'a> {
+    /// `found` of the slot at `index`, or `missing` if it has none.
+    fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R;
+}
+
+impl<'a, T> FindSlot<'a, T> for &'a Storage<T> {
+    #[inline(always)]
+    fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R {
+        Storage::find_or(self, index, found, missing)
+    }
+}
+
+impl<'a, T> FindSlot<'a, T> for View<'a, T> {
+    #[inline(always)]
+    fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R {
+        View::find_or(&self, index, found, missing)
     }
 }
 

@@ -9,7 +9,8 @@
 //! unsynchronised limit), `cs_guard` (concurrent-slotmap `get`, one guard per
 //! round), `cs_pin` (concurrent-slotmap, pinning per call), `hp_get`
 //! (`HandlePool::get` with one `handle_pool::pin()` guard per round),
-//! `hp_contains`, `hp_cloned` (`get_cloned`, pins per call) or `hp_with`
+//! `hp_contains`, `hp_reader_get` and `hp_reader_contains` (through one
+//! `pool.reader(&guard)` per round), `hp_cloned` (`get_cloned`, pins per call) or `hp_with`
 //! (`with(h, |v| *v)`, pins per call). It builds a table of `entries`
 //! (default 100000) `u64` values, then does `rounds` (default 10) rounds of
 //! lookups over all the keys, in an order shuffled with a fixed seed, and
@@ -42,12 +43,14 @@ type CsKey = concurrent_slotmap::SlotId;
 /// Seed of the shuffled key order.
 const SEED: u64 = 0x5eed_1007_c0de;
 
-const WHICH: [&str; 7] = [
+const WHICH: [&str; 9] = [
     "slotmap",
     "cs_guard",
     "cs_pin",
     "hp_get",
     "hp_contains",
+    "hp_reader_get",
+    "hp_reader_contains",
     "hp_cloned",
     "hp_with",
 ];
@@ -74,6 +77,27 @@ fn rounds<K: Copy, G>(
             sum = sum.wrapping_add(lookup(&guard, k));
         }
         drop(guard);
+    }
+    black_box(sum)
+}
+
+/// [`rounds`] through a reader made once per round, after its guard: sums
+/// `get`'s values, or `contains`' hits.
+#[inline(never)]
+fn reader_rounds(pool: &HandlePool<u64>, keys: &[Handle], rounds: usize, contains: bool) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..rounds {
+        let guard = handle_pool::pin();
+        let reader = pool.reader(&guard);
+        if contains {
+            for &k in black_box(keys) {
+                sum = sum.wrapping_add(u64::from(reader.contains(k)));
+            }
+        } else {
+            for &k in black_box(keys) {
+                sum = sum.wrapping_add(reader.get(k).map_or(0, |&v| v));
+            }
+        }
     }
     black_box(sum)
 }
@@ -119,6 +143,10 @@ fn run(which: &str, entries: usize, n: usize) -> u64 {
                     pool.get(k, g).map_or(0, |&v| v)
                 }),
                 "hp_contains" => rounds(&keys, n, || (), |_, k| u64::from(pool.contains(k))),
+                "hp_reader_get" | "hp_reader_contains" => {
+                    let contains = which == "hp_reader_contains";
+                    reader_rounds(&pool, &keys, n, contains)
+                }
                 "hp_cloned" => rounds(&keys, n, || (), |_, k| pool.get_cloned(k).unwrap_or(0)),
                 "hp_with" => rounds(&keys, n, || (), |_, k| pool.with(k, |v| *v).unwrap_or(0)),
                 _ => unreachable!("checked in main"),

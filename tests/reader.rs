@@ -1,0 +1,198 @@
+//! `Reader`: the pool's lookups with its storage read once. It must answer
+//! as `get` and `contains` do, for every handle, including those whose
+//! slots were committed after the reader was made.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{Alive, Rng};
+use handle_pool::{new_handle_type, pin, Config, Handle, HandlePool};
+
+/// The storages a reader must read: the default flat region, a small region
+/// whose later slots live in buckets, and buckets alone.
+fn configs() -> [(&'static str, Config); 3] {
+    [
+        ("default", Config::default()),
+        (
+            "16 flat slots",
+            Config {
+                flat_slots: 16,
+                ..Config::default()
+            },
+        ),
+        (
+            "no flat region",
+            Config {
+                flat_slots: 0,
+                ..Config::default()
+            },
+        ),
+    ]
+}
+
+#[test]
+fn a_reader_answers_as_the_pool_does() {
+    for (name, config) in configs() {
+        let pool = HandlePool::with_config(config);
+        let handles: Vec<Handle> = (0..3000u64).map(|v| pool.insert(v)).collect();
+        for h in handles.iter().step_by(3) {
+            assert!(pool.remove(*h));
+        }
+        pool.flush();
+        // Reused slots: the removed handles are stale, the new ones live.
+        let reused: Vec<Handle> = (0..500u64).map(|v| pool.insert(10_000 + v)).collect();
+
+        let mut probes: Vec<Handle> = handles.iter().chain(&reused).copied().collect();
+        let mut rng = Rng::new(7);
+        for &h in handles.iter().take(200) {
+            // The same slot under other generations, and the slots next to it.
+            for g in [0, 1, 2, h.generation() + 1, handle_pool::MAX_GENERATION] {
+                probes.extend(Handle::from_bits(u64::from(g) << 32 | u64::from(h.index())));
+            }
+            probes.extend(Handle::from_bits(h.to_bits() + 1));
+        }
+        // Any bits at all, and indices far past the end.
+        probes.extend((0..2000).filter_map(|_| Handle::from_bits(rng.next())));
+        probes
+            .extend((0..64).filter_map(|i| Handle::from_bits(1 << 32 | (u64::from(u32::MAX) - i))));
+
+        let guard = pin();
+        let reader = pool.reader(&guard);
+        let (mut hits, mut misses) = (0, 0);
+        for &h in &probes {
+            let expected = pool.get(h, &guard);
+            assert_eq!(reader.get(h), expected, "{name}: get({h:?})");
+            assert_eq!(
+                reader.contains(h),
+                pool.contains(h),
+                "{name}: contains({h:?})"
+            );
+            if expected.is_some() {
+                hits += 1;
+            } else {
+                misses += 1;
+            }
+        }
+        assert!(
+            hits >= 2000 + 500,
+            "{name}: every live handle found ({hits})"
+        );
+        assert!(
+            misses >= 1000,
+            "{name}: the probes include misses ({misses})"
+        );
+    }
+}
+
+#[test]
+fn a_reader_finds_values_inserted_after_it_was_made() {
+    // The reader sees an empty storage; every value below goes into slots
+    // committed (flat region) or allocated (buckets) after it was made.
+    for (name, config) in configs() {
+        let pool = HandlePool::with_config(config);
+        let guard = pin();
+        let reader = pool.reader(&guard);
+        let handles: Vec<(Handle, u64)> = (0..100_000u64).map(|v| (pool.insert(v), v)).collect();
+        for &(h, v) in &handles {
+            assert_eq!(reader.get(h), Some(&v), "{name}: {h:?} inserted later");
+            assert!(reader.contains(h), "{name}: {h:?} inserted later");
+        }
+    }
+}
+
+#[test]
+fn a_readers_references_outlive_removal_until_its_guard_drops() {
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let handles: Vec<Handle> = alive.values(100).map(|v| pool.insert(v)).collect();
+    let guard = pin();
+    let reader = pool.reader(&guard);
+    let held: Vec<_> = handles.iter().map(|&h| reader.get(h).unwrap()).collect();
+    for &h in &handles {
+        assert!(pool.remove(h));
+        assert!(reader.get(h).is_none(), "stale at once");
+        assert!(!reader.contains(h));
+    }
+    pool.flush();
+    assert_eq!(alive.count(), 100, "no value dropped while the guard lives");
+    assert_eq!(held.len(), 100);
+    drop(held);
+    drop(guard);
+    // Guards are process-wide: another test's guard may hold the values
+    // back a while longer (this binary's racing test holds one throughout).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive.count() > 0 && Instant::now() < deadline {
+        pool.flush();
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(alive.count(), 0, "dropped once the guard is gone");
+}
+
+new_handle_type! {
+    /// A typed handle for the test below.
+    struct Entity;
+}
+
+#[test]
+fn a_reader_takes_the_pools_handle_type() {
+    let pool: HandlePool<&str, Entity> = HandlePool::with_handle_type();
+    let e = pool.insert("e");
+    let guard = pin();
+    let reader = pool.reader(&guard);
+    let copy = reader;
+    assert_eq!(copy.get(e), Some(&"e"));
+    assert!(reader.contains(e));
+    assert!(std::ptr::eq(reader.guard(), &guard));
+    assert_eq!(format!("{reader:?}"), "Reader { .. }");
+}
+
+/// One thread inserts (growing the pool past what the reader saw) and
+/// removes; another looks up through one reader made before: it finds
+/// every value published to it that was not removed, and never a value
+/// other than the handle's own.
+#[test]
+fn a_reader_racing_inserts_and_removals() {
+    const VALUES: u64 = 50_000;
+    for (name, config) in configs() {
+        let pool = HandlePool::with_config(config);
+        let published: Mutex<Vec<(Handle, u64)>> = Mutex::new(Vec::new());
+        // Values below this were inserted and never removed.
+        let kept_below = AtomicU64::new(0);
+        thread::scope(|s| {
+            s.spawn(|| {
+                for v in 0..VALUES {
+                    let h = pool.insert(v);
+                    // Every fourth value is removed again at once.
+                    if v % 4 == 3 {
+                        assert!(pool.remove(h));
+                    }
+                    published.lock().unwrap().push((h, v));
+                    kept_below.store(v + 1, Ordering::Release);
+                }
+            });
+            s.spawn(|| {
+                let guard = pin();
+                let reader = pool.reader(&guard);
+                let mut checked = 0;
+                while checked < VALUES as usize {
+                    let seen: Vec<(Handle, u64)> = published.lock().unwrap()[checked..].to_vec();
+                    for &(h, v) in &seen {
+                        match reader.get(h) {
+                            Some(&found) => assert_eq!(found, v, "{name}: {h:?}"),
+                            None => assert_eq!(v % 4, 3, "{name}: {h:?} ({v}) not found"),
+                        }
+                        assert_eq!(reader.contains(h), v % 4 != 3, "{name}: {h:?}");
+                    }
+                    checked += seen.len();
+                    std::hint::spin_loop();
+                }
+                assert!(kept_below.load(Ordering::Acquire) == VALUES);
+            });
+        });
+        assert_eq!(pool.len() as u64, VALUES - VALUES / 4);
+    }
+}
