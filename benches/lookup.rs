@@ -30,7 +30,7 @@
 //! | `cs_pin`      | concurrent-slotmap `get`, pinning per call                  |
 //! | `hp_get`      | `HandlePool::get(h, &guard)`, one `handle_pool::pin()` guard held over the iteration |
 //! | `hp_contains` | `HandlePool::contains(h)` (sums the hits)                   |
-//! | `hp_reader_get` | `Reader::get(h)`: one `pool.reader(&guard)` per iteration, as `hp_get`'s guard |
+//! | `hp_reader_get` | `Reader::get(h)`: one `pool.reader()` per iteration, as `hp_get`'s guard |
 //! | `hp_reader_contains` | `Reader::contains(h)`, through the same kind of reader |
 //! | `hp_cloned`   | `HandlePool::get_cloned(h)` (pins per call)                 |
 //! | `hp_with`     | `HandlePool::with(h, \|v\| *v)` (pins per call)              |
@@ -151,16 +151,15 @@ fn pass<K: Copy, G>(
     }
 }
 
-/// [`pass`] for lookups through a [`Reader`]: pin, make the reader, sum
-/// `lookup` over the keys, unpin.
+/// [`pass`] for lookups through a [`Reader`]: make the reader (it pins),
+/// sum `lookup` over the keys, drop it.
 #[inline(always)]
 fn reader_pass<'p>(
     pool: &'p HandlePool<u64>,
     lookup: impl Fn(&Reader<'_, u64>, Handle) -> u64 + 'p,
 ) -> impl FnMut(&[Handle]) -> u64 + 'p {
     move |window| {
-        let guard = handle_pool::pin();
-        let reader = pool.reader(&guard);
+        let reader = pool.reader();
         let mut sum = 0u64;
         for &k in black_box(window) {
             sum = sum.wrapping_add(lookup(&reader, k));
@@ -292,7 +291,7 @@ fn lookup_group(
         hits,
         pass(|| (), |_, k| u64::from(hp.contains(k))),
     );
-    // A reader per pass, made after its guard: the pool's storage is read
+    // A reader per pass, as `hp_get`'s guard: the pool's storage is read
     // once per pass, where `hp_get` and `hp_contains` read it per lookup.
     bench(
         &mut group,

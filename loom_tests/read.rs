@@ -10,7 +10,7 @@
 //! which reuses the slot if its batch was reclaimed: loom reports the drop
 //! or the new value's write if either races the reader's read of the value.
 
-use handle_pool::{pin, Config, Handle};
+use handle_pool::{Config, Handle};
 
 use super::harness::{setup, step, teardown, Model, Reached, Step, Tracked};
 
@@ -201,9 +201,8 @@ fn a_reader_finds_a_slot_committed_after_it_was_made() {
                 // One fresh slot at a time: value 1 takes slot 1, with the
                 // generation slot 0's first occupant had.
                 let later = Handle::from_bits(r.handle(0).to_bits() + 1).expect("a valid handle");
-                let guard = pin();
-                let reader = pool.reader(&guard);
-                let direct = pool.get(later, &guard).map(Tracked::id);
+                let reader = pool.reader();
+                let direct = pool.get(later, reader.guard()).map(Tracked::id);
                 let through_reader = reader.get(later).map(Tracked::id);
                 // Only hits are recorded: the history's order needs value
                 // 1's insert before a lookup of it, and a miss here may

@@ -359,21 +359,20 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get(handle.handle(), guard)
     }
 
-    /// A [`Reader`] for many lookups under `guard`: the answers of
-    /// [`get`](Self::get) and [`contains`](Self::contains), with the pool's
-    /// storage read once instead of per lookup, for a hot loop.
+    /// A [`Reader`] for many lookups: the answers of [`get`](Self::get)
+    /// and [`contains`](Self::contains), under a guard the reader pins and
+    /// owns, with the pool's storage read once instead of per lookup, for
+    /// a hot loop.
     ///
     /// ```
-    /// use handle_pool::{pin, HandlePool};
-    /// let pool = HandlePool::new();
+    /// let pool = handle_pool::HandlePool::new();
     /// let handles: Vec<_> = (0..100).map(|i| pool.insert(i)).collect();
-    /// let guard = pin();
-    /// let reader = pool.reader(&guard);
+    /// let reader = pool.reader();
     /// assert_eq!(handles.iter().filter_map(|&h| reader.get(h)).sum::<i32>(), 4950);
     /// ```
     #[inline]
-    pub fn reader<'g>(&'g self, guard: &'g Guard) -> Reader<'g, T, H> {
-        Reader::new(self.raw.view(), guard)
+    pub fn reader(&self) -> Reader<'_, T, H> {
+        Reader::new(&self.raw)
     }
 
     /// Calls `f` with the value `handle` refers to.

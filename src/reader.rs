@@ -1,82 +1,103 @@
-//! `Reader`: many lookups under one guard.
+//! `Reader`: many lookups under one guard of its own.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::guard::Guard;
+use crate::guard::{pin, Guard};
 use crate::handle::{Handle, PoolHandle};
 use crate::raw::{RawPool, View};
 
-/// Lookups in one pool under one guard, for a loop of them; made by
-/// [`HandlePool::reader`](crate::HandlePool::reader).
+/// Lookups in one pool under a guard of its own, for a loop of them; made
+/// by [`HandlePool::reader`](crate::HandlePool::reader).
 ///
-/// [`get`](Self::get) and [`contains`](Self::contains) answer exactly as the
-/// pool's own [`get`](crate::HandlePool::get) and
-/// [`contains`](crate::HandlePool::contains) would at the same moment, and
-/// [`get`](Self::get)'s references live as long as the guard. What differs
-/// is the cost: the pool's methods read where its storage starts and how
-/// much of it is in use again for every lookup (that count is an atomic,
-/// which the compiler may not keep in a register across a loop), and a
-/// reader reads them once, when it is made. A loop of lookups through a
-/// reader is a few instructions shorter per lookup; BENCHES.md ("Lookups
-/// through a reader") has the figures.
+/// [`get`](Self::get) and [`contains`](Self::contains) answer exactly as
+/// the pool's own [`get`](crate::HandlePool::get) and
+/// [`contains`](crate::HandlePool::contains) would at the same moment.
+/// What differs is the cost: the pool's methods read where its storage
+/// starts and how much of it is in use again for every lookup (that count
+/// is an atomic, which the compiler may not keep in a register across a
+/// loop), and a reader reads them when it is made (and at
+/// [`repin`](Self::repin)). A loop of lookups through a reader is a few
+/// instructions shorter per lookup; BENCHES.md ("Lookups through a
+/// reader") has the figures.
 ///
 /// A reader never misses a value inserted after it was made: a handle past
 /// the storage it saw is looked up in the pool as it is now.
 ///
+/// The reader pins the thread when it is made, as [`pin`](crate::pin)
+/// does, and its references live as long as it does: values removed
+/// meanwhile are not dropped until the reader is dropped or
+/// [`repin`](Self::repin)s, so a long-lived reader should repin between
+/// batches of work, as a guard should. Because it owns its guard, rayon's
+/// `for_each_init` and `map_init` can make one per worker:
+///
 /// ```
 /// use handle_pool::{pin, HandlePool};
+/// use rayon::prelude::*;
 ///
-/// let pool: HandlePool<u64> = (0..1000).collect();
+/// let pool: HandlePool<u64> = (0..10_000).collect();
 /// let handles: Vec<_> = pool.iter(&pin()).map(|(h, _)| h).collect();
-///
-/// let guard = pin();
-/// let reader = pool.reader(&guard);
-/// let later = pool.insert(1000); // past what the reader saw: still found
-/// let sum: u64 = handles.iter().filter_map(|&h| reader.get(h)).sum();
-/// assert_eq!(sum, (0..1000).sum());
-/// assert_eq!(reader.get(later), Some(&1000));
+/// let total: u64 = handles
+///     .par_iter()
+///     .map_init(|| pool.reader(), |reader, &h| *reader.get(h).unwrap_or(&0))
+///     .sum();
+/// assert_eq!(total, (0..10_000).sum());
 /// ```
 ///
-/// It is `Copy`, and like its guard it stays on its thread (neither `Send`
-/// nor `Sync`):
+/// Like a guard it stays on its thread (neither `Send` nor `Sync`):
 ///
 /// ```compile_fail,E0277
 /// fn assert_send<X: Send>(_: X) {}
 /// let pool: handle_pool::HandlePool<u32> = handle_pool::HandlePool::new();
-/// let guard = handle_pool::pin();
-/// assert_send(pool.reader(&guard));
+/// assert_send(pool.reader());
 /// ```
 ///
 /// ```compile_fail,E0277
 /// fn assert_sync<X: Sync>(_: &X) {}
 /// let pool: handle_pool::HandlePool<u32> = handle_pool::HandlePool::new();
-/// let guard = handle_pool::pin();
-/// assert_sync(&pool.reader(&guard));
+/// assert_sync(&pool.reader());
 /// ```
 ///
-/// Its references cannot outlive the guard:
+/// Its references cannot outlive it, nor a [`repin`](Self::repin):
 ///
 /// ```compile_fail,E0597
-/// use handle_pool::{pin, HandlePool};
-/// let pool = HandlePool::new();
+/// let pool = handle_pool::HandlePool::new();
 /// let h = pool.insert(1);
 /// let r = {
-///     let guard = pin();
-///     pool.reader(&guard).get(h).unwrap()
+///     let reader = pool.reader();
+///     reader.get(h).unwrap()
 /// };
 /// println!("{r}");
 /// ```
-pub struct Reader<'g, T, H = Handle> {
-    view: View<'g, T>,
-    guard: &'g Guard,
+///
+/// ```compile_fail,E0502
+/// let pool = handle_pool::HandlePool::new();
+/// let h = pool.insert(1);
+/// let mut reader = pool.reader();
+/// let r = reader.get(h).unwrap();
+/// reader.repin();
+/// println!("{r}");
+/// ```
+pub struct Reader<'p, T, H = Handle> {
+    /// The pool's storage as of the last pin.
+    view: View<'p, T>,
+    /// To read the storage again at `repin`.
+    raw: &'p RawPool<T>,
+    guard: Guard,
     _handle: PhantomData<fn(H) -> H>,
 }
 
-impl<'g, T, H: PoolHandle> Reader<'g, T, H> {
-    pub(crate) fn new(view: View<'g, T>, guard: &'g Guard) -> Self {
+impl<'p, T, H: PoolHandle> Reader<'p, T, H> {
+    #[inline]
+    pub(crate) fn new(raw: &'p RawPool<T>) -> Self {
+        // Pinned first, then the storage read: what the view holds is
+        // read under the guard (not needed for the view's soundness, which
+        // rests on the count only growing, but it keeps "as of the pin"
+        // true).
+        let guard = pin();
         Reader {
-            view,
+            view: raw.view(),
+            raw,
             guard,
             _handle: PhantomData,
         }
@@ -86,8 +107,8 @@ impl<'g, T, H: PoolHandle> Reader<'g, T, H> {
     /// [`HandlePool::get`](crate::HandlePool::get) with the reader's guard.
     /// Wait-free.
     #[inline]
-    pub fn get(&self, handle: H) -> Option<&'g T> {
-        RawPool::get_in(self.view, handle.handle(), self.guard)
+    pub fn get(&self, handle: H) -> Option<&T> {
+        RawPool::get_in(self.view, handle.handle(), &self.guard)
     }
 
     /// Whether `handle` refers to a value in the pool right now: as
@@ -97,19 +118,23 @@ impl<'g, T, H: PoolHandle> Reader<'g, T, H> {
         RawPool::contains_in(self.view, handle.handle())
     }
 
-    /// The guard the reader's references are tied to.
-    pub fn guard(&self) -> &'g Guard {
-        self.guard
+    /// Unpins and pins again, so that values removed since the reader was
+    /// made (or last repinned) can be dropped, and reads the pool's storage
+    /// again. Takes `&mut self`: no reference obtained through the reader
+    /// outlives the call. As [`Guard::repin`], it changes nothing while
+    /// another guard of the same thread is alive.
+    #[inline]
+    pub fn repin(&mut self) {
+        self.guard.repin();
+        self.view = self.raw.view();
+    }
+
+    /// The reader's guard, for lookups in other pools, or in the
+    /// crossbeam-epoch structures it also pins, under the same pin.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
     }
 }
-
-impl<T, H> Clone for Reader<'_, T, H> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T, H> Copy for Reader<'_, T, H> {}
 
 impl<T, H> fmt::Debug for Reader<'_, T, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

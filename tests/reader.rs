@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Alive, Rng};
-use handle_pool::{new_handle_type, pin, Config, Handle, HandlePool};
+use handle_pool::{new_handle_type, Config, Handle, HandlePool};
 
 /// The storages a reader must read: the default flat region, a small region
 /// whose later slots live in buckets, and buckets alone.
@@ -59,11 +59,11 @@ fn a_reader_answers_as_the_pool_does() {
         probes
             .extend((0..64).filter_map(|i| Handle::from_bits(1 << 32 | (u64::from(u32::MAX) - i))));
 
-        let guard = pin();
-        let reader = pool.reader(&guard);
+        let reader = pool.reader();
+        let guard = reader.guard();
         let (mut hits, mut misses) = (0, 0);
         for &h in &probes {
-            let expected = pool.get(h, &guard);
+            let expected = pool.get(h, guard);
             assert_eq!(reader.get(h), expected, "{name}: get({h:?})");
             assert_eq!(
                 reader.contains(h),
@@ -93,8 +93,7 @@ fn a_reader_finds_values_inserted_after_it_was_made() {
     // committed (flat region) or allocated (buckets) after it was made.
     for (name, config) in configs() {
         let pool = HandlePool::with_config(config);
-        let guard = pin();
-        let reader = pool.reader(&guard);
+        let reader = pool.reader();
         let handles: Vec<(Handle, u64)> = (0..100_000u64).map(|v| (pool.insert(v), v)).collect();
         for &(h, v) in &handles {
             assert_eq!(reader.get(h), Some(&v), "{name}: {h:?} inserted later");
@@ -104,12 +103,11 @@ fn a_reader_finds_values_inserted_after_it_was_made() {
 }
 
 #[test]
-fn a_readers_references_outlive_removal_until_its_guard_drops() {
+fn a_readers_references_outlive_removal_until_it_repins() {
     let alive = Alive::new();
     let pool = HandlePool::new();
     let handles: Vec<Handle> = alive.values(100).map(|v| pool.insert(v)).collect();
-    let guard = pin();
-    let reader = pool.reader(&guard);
+    let mut reader = pool.reader();
     let held: Vec<_> = handles.iter().map(|&h| reader.get(h).unwrap()).collect();
     for &h in &handles {
         assert!(pool.remove(h));
@@ -117,18 +115,62 @@ fn a_readers_references_outlive_removal_until_its_guard_drops() {
         assert!(!reader.contains(h));
     }
     pool.flush();
-    assert_eq!(alive.count(), 100, "no value dropped while the guard lives");
+    assert_eq!(
+        alive.count(),
+        100,
+        "no value dropped while the reader holds them"
+    );
     assert_eq!(held.len(), 100);
     drop(held);
-    drop(guard);
-    // Guards are process-wide: another test's guard may hold the values
-    // back a while longer (this binary's racing test holds one throughout).
+    reader.repin();
+    wait_until_dropped(&pool, &alive);
+    assert_eq!(alive.count(), 0, "dropped once the reader repinned");
+    drop(reader);
+
+    // And once it is dropped.
+    let more: Vec<Handle> = alive.values(100).map(|v| pool.insert(v)).collect();
+    let reader = pool.reader();
+    assert!(more.iter().all(|&h| reader.get(h).is_some()));
+    for &h in &more {
+        assert!(pool.remove(h));
+    }
+    pool.flush();
+    assert_eq!(
+        alive.count(),
+        100,
+        "no value dropped while the reader lives"
+    );
+    drop(reader);
+    wait_until_dropped(&pool, &alive);
+    assert_eq!(alive.count(), 0, "dropped once the reader is gone");
+}
+
+/// Flushes until every value is dropped, for up to 5 s: guards are
+/// process-wide, so another test's may hold the values back a while
+/// longer (this binary's racing test holds a reader throughout).
+fn wait_until_dropped(pool: &HandlePool<common::Counted>, alive: &Alive) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive.count() > 0 && Instant::now() < deadline {
         pool.flush();
         thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(alive.count(), 0, "dropped once the guard is gone");
+}
+
+#[test]
+fn a_reader_made_before_the_pool_grows_finds_the_new_slots_after_a_repin() {
+    // After a repin the reader reads the storage again: the same answers.
+    let pool = HandlePool::new();
+    let mut reader = pool.reader();
+    let first: Vec<(Handle, u64)> = (0..1000u64).map(|v| (pool.insert(v), v)).collect();
+    reader.repin();
+    let later: Vec<(Handle, u64)> = (1000..200_000u64).map(|v| (pool.insert(v), v)).collect();
+    for &(h, v) in first.iter().chain(&later) {
+        assert_eq!(reader.get(h), Some(&v));
+    }
+    reader.repin();
+    for &(h, v) in first.iter().chain(&later) {
+        assert_eq!(reader.get(h), Some(&v));
+    }
 }
 
 new_handle_type! {
@@ -140,12 +182,10 @@ new_handle_type! {
 fn a_reader_takes_the_pools_handle_type() {
     let pool: HandlePool<&str, Entity> = HandlePool::with_handle_type();
     let e = pool.insert("e");
-    let guard = pin();
-    let reader = pool.reader(&guard);
-    let copy = reader;
-    assert_eq!(copy.get(e), Some(&"e"));
+    let reader = pool.reader();
+    assert_eq!(reader.get(e), Some(&"e"));
     assert!(reader.contains(e));
-    assert!(std::ptr::eq(reader.guard(), &guard));
+    assert_eq!(pool.get(e, reader.guard()), Some(&"e"));
     assert_eq!(format!("{reader:?}"), "Reader { .. }");
 }
 
@@ -176,8 +216,7 @@ fn a_reader_racing_inserts_and_removals() {
                 }
             });
             s.spawn(|| {
-                let guard = pin();
-                let reader = pool.reader(&guard);
+                let reader = pool.reader();
                 let mut checked = 0;
                 while checked < VALUES {
                     let end = published.load(Ordering::Acquire);

@@ -10,7 +10,7 @@
 //! round), `cs_pin` (concurrent-slotmap, pinning per call), `hp_get`
 //! (`HandlePool::get` with one `handle_pool::pin()` guard per round),
 //! `hp_contains`, `hp_reader_get` and `hp_reader_contains` (through one
-//! `pool.reader(&guard)` per round), `hp_cloned` (`get_cloned`, pins per call) or `hp_with`
+//! `pool.reader()` per round), `hp_cloned` (`get_cloned`, pins per call) or `hp_with`
 //! (`with(h, |v| *v)`, pins per call). It builds a table of `entries`
 //! (default 100000) `u64` values, then does `rounds` (default 10) rounds of
 //! lookups over all the keys, in an order shuffled with a fixed seed, and
@@ -81,14 +81,13 @@ fn rounds<K: Copy, G>(
     black_box(sum)
 }
 
-/// [`rounds`] through a reader made once per round, after its guard: sums
+/// [`rounds`] through a reader made once per round (it pins): sums
 /// `get`'s values, or `contains`' hits.
 #[inline(never)]
 fn reader_rounds(pool: &HandlePool<u64>, keys: &[Handle], rounds: usize, contains: bool) -> u64 {
     let mut sum = 0u64;
     for _ in 0..rounds {
-        let guard = handle_pool::pin();
-        let reader = pool.reader(&guard);
+        let reader = pool.reader();
         if contains {
             for &k in black_box(keys) {
                 sum = sum.wrapping_add(u64::from(reader.contains(k)));
