@@ -202,8 +202,11 @@ fn a_reader_racing_inserts_and_removals() {
         // Value `v`'s handle, published before `published` counts it.
         let handles: Vec<AtomicU64> = (0..VALUES).map(|_| AtomicU64::new(0)).collect();
         let published = AtomicUsize::new(0);
+        // Joined explicitly: the scope's own wait synchronises inside
+        // uninstrumented std, so ThreadSanitizer would not see the threads'
+        // reads ordered before the pool's drop.
         thread::scope(|s| {
-            s.spawn(|| {
+            let writer = s.spawn(|| {
                 for (v, bits) in handles.iter().enumerate() {
                     let h = pool.insert(v as u64);
                     // Every fourth value is removed again at once.
@@ -215,7 +218,7 @@ fn a_reader_racing_inserts_and_removals() {
                     published.store(v + 1, Ordering::Release);
                 }
             });
-            s.spawn(|| {
+            let reading = s.spawn(|| {
                 let reader = pool.reader();
                 let mut checked = 0;
                 while checked < VALUES {
@@ -232,6 +235,8 @@ fn a_reader_racing_inserts_and_removals() {
                     std::hint::spin_loop();
                 }
             });
+            writer.join().unwrap();
+            reading.join().unwrap();
         });
         assert_eq!(pool.len(), VALUES - VALUES / 4);
     }

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use handle_pool::{Guard, Handle, HandlePool};
+use handle_pool::{Guard, Handle, HandlePool, Reader};
 use slotmap::{DefaultKey, Key as _, KeyData, SlotMap};
 
 /// A concurrent (or, for the baseline, single-threaded) pool of `u64` values.
@@ -73,6 +73,7 @@ pub trait PoolVisitor {
 pub fn for_each_pool(v: &mut impl PoolVisitor) {
     v.visit::<HandlePoolCall>();
     v.visit::<HandlePoolGuard>();
+    v.visit::<HandlePoolReader>();
     v.visit::<StdMutexSlotMap>();
     v.visit::<ParkingLotMutexSlotMap>();
     v.visit::<ParkingLotRwLockSlotMap>();
@@ -209,6 +210,68 @@ impl Session for HandlePoolGuardSession<'_> {
     #[inline]
     fn quiesce(&mut self) {
         self.guard.repin();
+    }
+}
+
+/// `HandlePool` looked up through a [`Reader`] held across operations and
+/// re-pinned every [`REPIN_EVERY`] operations, as [`HandlePoolGuard`]'s
+/// guard: lookups read the pool's storage as of the last re-pin instead of
+/// per lookup. Inserts and removes go to the pool.
+pub struct HandlePoolReader(HandlePool<u64>);
+
+/// Session of [`HandlePoolReader`].
+pub struct HandlePoolReaderSession<'a> {
+    pool: &'a HandlePool<u64>,
+    reader: Reader<'a, u64>,
+}
+
+impl Pool for HandlePoolReader {
+    const NAME: &'static str = "handle_pool (reader)";
+    const IS_HANDLE_POOL: bool = true;
+    type Key = Handle;
+    type Session<'a> = HandlePoolReaderSession<'a>;
+
+    fn create(_: usize) -> Self {
+        HandlePoolReader(HandlePool::new())
+    }
+    fn session<R>(&self, f: impl FnOnce(&mut Self::Session<'_>) -> R) -> R {
+        f(&mut HandlePoolReaderSession {
+            pool: &self.0,
+            reader: self.0.reader(),
+        })
+    }
+    fn capacity(&self) -> Option<usize> {
+        Some(self.0.capacity())
+    }
+    fn key_to_bits(key: Handle) -> u64 {
+        key.to_bits()
+    }
+    fn key_from_bits(bits: u64) -> Handle {
+        handle_from_bits(bits)
+    }
+}
+
+impl Session for HandlePoolReaderSession<'_> {
+    type Key = Handle;
+    #[inline]
+    fn insert(&mut self, value: u64) -> Handle {
+        self.pool.insert(value)
+    }
+    #[inline]
+    fn remove(&mut self, key: Handle) -> bool {
+        self.pool.remove(key)
+    }
+    #[inline]
+    fn get(&mut self, key: Handle) -> Option<u64> {
+        self.reader.get(key).copied()
+    }
+    #[inline]
+    fn contains(&mut self, key: Handle) -> bool {
+        self.reader.contains(key)
+    }
+    #[inline]
+    fn quiesce(&mut self) {
+        self.reader.repin();
     }
 }
 

@@ -27,7 +27,7 @@ use sysinfo::{CpuRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, Refres
 mod workloads;
 
 use workloads::adapters::{
-    ConcurrentSlotMap, ConcurrentSlotMapGuard, HandlePoolCall, HandlePoolGuard,
+    ConcurrentSlotMap, ConcurrentSlotMapGuard, HandlePoolCall, HandlePoolGuard, HandlePoolReader,
     ParkingLotMutexSlotMap, ShardedSlab, UnsyncSlotMap,
 };
 use workloads::{pool_table, Pool, PoolEntry, Sample, Scale, Workload, WINDOW};
@@ -320,6 +320,8 @@ fn short(name: &str) -> String {
         .collect::<String>()
         + if name.contains("guard held") {
             "+g"
+        } else if name.contains("(reader)") {
+            "+r"
         } else {
             ""
         }
@@ -379,6 +381,7 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 fn checks(r: &Results) -> Vec<Check> {
     let call = HandlePoolCall::NAME;
     let guard = HandlePoolGuard::NAME;
+    let reader = HandlePoolReader::NAME;
     let pl = ParkingLotMutexSlotMap::NAME;
     let cs = ConcurrentSlotMap::NAME;
     let cs_guard = ConcurrentSlotMapGuard::NAME;
@@ -417,6 +420,20 @@ fn checks(r: &Results) -> Vec<Check> {
             format!("{id}: guard held, 1 thread vs concurrent-slotmap guard held"),
             format!("{guard} 1t / {cs_guard} 1t"),
             ratio(m(lookup, guard, 1), m(lookup, cs_guard, 1)),
+            1.3,
+        );
+        // The same targets through a reader, whose lookups read the storage
+        // as of its last re-pin.
+        check(
+            format!("{id}: reader, 1 thread vs unsynchronised SlotMap"),
+            format!("{reader} 1t / {unsync} 1t"),
+            ratio(m(lookup, reader, 1), m(lookup, unsync, 1)),
+            0.8,
+        );
+        check(
+            format!("{id}: reader, 1 thread vs concurrent-slotmap guard held"),
+            format!("{reader} 1t / {cs_guard} 1t"),
+            ratio(m(lookup, reader, 1), m(lookup, cs_guard, 1)),
             1.3,
         );
         if matches!(lookup, Workload::Contains(_)) {
@@ -472,7 +489,7 @@ fn checks(r: &Results) -> Vec<Check> {
         0.9,
     );
     for t in [2, 4, 8] {
-        for hp in [call, guard] {
+        for hp in [call, guard, reader] {
             let best = r
                 .pools
                 .iter()
@@ -492,7 +509,7 @@ fn checks(r: &Results) -> Vec<Check> {
             );
         }
     }
-    for hp in [call, guard] {
+    for hp in [call, guard, reader] {
         let cell = r.cell(Workload::ChurnWindow64, hp, 8);
         let peak = cell
             .and_then(Cell::peak_live)
@@ -518,6 +535,8 @@ fn checks(r: &Results) -> Vec<Check> {
 fn variant(name: &str) -> &'static str {
     if name.contains("guard held") {
         "guard held"
+    } else if name.contains("(reader)") {
+        "reader"
     } else {
         "one-call"
     }
@@ -803,7 +822,8 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
         s,
         "- Value type: `u64` for every pool. `handle_pool (one-call)` uses `get_cloned` \
          (pins per call); `(guard held)` pins once and re-pins every {} operations; \
-         concurrent-slotmap likewise pins per call or holds a guard. The unsynchronised \
+         `(reader)` looks up through a `Reader` re-pinned as often (inserts and removes \
+         go to the pool); concurrent-slotmap likewise pins per call or holds a guard. The unsynchronised \
          `SlotMap` runs on one thread only: the no-synchronisation limit.\n",
         workloads::adapters::REPIN_EVERY
     );
@@ -939,9 +959,10 @@ fn hand_written_sections(path: &Path) -> Option<String> {
 
 // ---------------------------------------------------------------- chart
 
-const COLOURS: [RGBColor; 10] = [
+const COLOURS: [RGBColor; 11] = [
     RGBColor(214, 39, 40),   // handle_pool one-call: red
     RGBColor(148, 0, 60),    // handle_pool guard held: dark red
+    RGBColor(255, 105, 180), // handle_pool reader: pink
     RGBColor(31, 119, 180),  // std Mutex
     RGBColor(23, 190, 207),  // parking_lot Mutex
     RGBColor(44, 160, 44),   // parking_lot RwLock
