@@ -83,7 +83,14 @@ pub struct Reader<'p, T, H = Handle> {
     view: View<'p, T>,
     /// To read the storage again at `repin`.
     raw: &'p RawPool<T>,
-    guard: Guard,
+    /// Boxed, so that the reader's own address never reaches code the
+    /// compiler cannot see into: crossbeam's `Guard::repin` is not
+    /// inlined, and had it taken the address of a guard inside the reader,
+    /// the reader would live in memory and its view would be loaded again
+    /// for every lookup, as through the pool (a reader in `bench_report`'s
+    /// harness, which re-pins every 256 operations, measured no faster than
+    /// `get` that way). One allocation per reader.
+    guard: Box<Guard>,
     _handle: PhantomData<fn(H) -> H>,
 }
 
@@ -94,7 +101,7 @@ impl<'p, T, H: PoolHandle> Reader<'p, T, H> {
         // read under the guard (not needed for the view's soundness, which
         // rests on the count only growing, but it keeps "as of the pin"
         // true).
-        let guard = pin();
+        let guard = Box::new(pin());
         Reader {
             view: raw.view(),
             raw,
