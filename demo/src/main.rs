@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use handle_pool::{Guard, Handle, HandlePool};
+use handle_pool::{Handle, HandlePool, Reader};
 use rayon::prelude::*;
 
 const INITIAL_ENTITIES: usize = 20_000;
@@ -112,40 +112,45 @@ fn main() {
         // Shared phase: lookups, despawns and spawns race on `&pool`.
         handles
             .par_iter()
-            .for_each_init(handle_pool::pin, |guard, &handle| {
-                let guard: &Guard = guard;
-                let entity = pool.get(handle, guard).expect("live at the frame start");
-                let mut done = 1;
-                // A handle whose entity was despawned, in this frame or long ago,
-                // resolves to `None`, never to whatever reuses its slot.
-                let mut follow = |link: Option<Handle>| {
-                    let found = pool.get(link?, guard);
-                    done += 1;
-                    if found.is_none() {
-                        stale.fetch_add(1, Relaxed);
-                    }
-                    found
-                };
-                let target = follow(entity.target);
-                let parent = follow(entity.parent);
-
-                let mut rng = Rng::new(entity.seed ^ u64::from(frame));
-                if entity.lifetime == 0 {
-                    pool.remove(handle);
-                    done += 1;
-                } else if live < SOFT_CAP && rng.below(48) == 0 {
-                    // The child chases its parent's target while that lives,
-                    // else its grandparent.
-                    let chase = match (target, parent) {
-                        (Some(_), _) => entity.target,
-                        (None, Some(_)) => entity.parent,
-                        (None, None) => None,
+            // A reader per rayon split: its own guard, and the pool's
+            // storage read once for the split's lookups.
+            .for_each_init(
+                || pool.reader(),
+                |reader, &handle| {
+                    let reader: &Reader<Entity> = reader;
+                    let entity = reader.get(handle).expect("live at the frame start");
+                    let mut done = 1;
+                    // A handle whose entity was despawned, in this frame or long ago,
+                    // resolves to `None`, never to whatever reuses its slot.
+                    let mut follow = |link: Option<Handle>| {
+                        let found = reader.get(link?);
+                        done += 1;
+                        if found.is_none() {
+                            stale.fetch_add(1, Relaxed);
+                        }
+                        found
                     };
-                    pool.insert(rng.spawn(Some(handle), chase, entity.x, entity.y));
-                    done += 1;
-                }
-                ops.fetch_add(done, Relaxed);
-            });
+                    let target = follow(entity.target);
+                    let parent = follow(entity.parent);
+
+                    let mut rng = Rng::new(entity.seed ^ u64::from(frame));
+                    if entity.lifetime == 0 {
+                        pool.remove(handle);
+                        done += 1;
+                    } else if live < SOFT_CAP && rng.below(48) == 0 {
+                        // The child chases its parent's target while that lives,
+                        // else its grandparent.
+                        let chase = match (target, parent) {
+                            (Some(_), _) => entity.target,
+                            (None, Some(_)) => entity.parent,
+                            (None, None) => None,
+                        };
+                        pool.insert(rng.spawn(Some(handle), chase, entity.x, entity.y));
+                        done += 1;
+                    }
+                    ops.fetch_add(done, Relaxed);
+                },
+            );
 
         // Exclusive phase, in parallel over the pool's storage: move
         // everyone, retarget some, list the handles (sorted, so that the
