@@ -94,34 +94,48 @@ fn handle_from_bits(bits: u64) -> Handle {
     Handle::from_bits(bits).expect("bench keys are valid handles")
 }
 
+/// Implements [`Pool`] for a `handle_pool` adapter: `$pool` wraps a
+/// `HandlePool<u64>`, and `|$p| $session` makes a session from it.
+macro_rules! handle_pool_adapter {
+    ($pool:ident, $session:ident, $name:expr, |$p:ident| $make:expr) => {
+        impl Pool for $pool {
+            const NAME: &'static str = $name;
+            const IS_HANDLE_POOL: bool = true;
+            type Key = Handle;
+            type Session<'a> = $session<'a>;
+
+            fn create(_: usize) -> Self {
+                $pool(HandlePool::new())
+            }
+            fn session<R>(&self, f: impl FnOnce(&mut Self::Session<'_>) -> R) -> R {
+                let $p = &self.0;
+                f(&mut $make)
+            }
+            fn capacity(&self) -> Option<usize> {
+                Some(self.0.capacity())
+            }
+            fn key_to_bits(key: Handle) -> u64 {
+                key.to_bits()
+            }
+            fn key_from_bits(bits: u64) -> Handle {
+                handle_from_bits(bits)
+            }
+        }
+    };
+}
+
 /// `HandlePool` through the one-call API: `get_cloned` pins per call.
 pub struct HandlePoolCall(HandlePool<u64>);
 
 /// Session of [`HandlePoolCall`].
 pub struct HandlePoolCallSession<'a>(&'a HandlePool<u64>);
 
-impl Pool for HandlePoolCall {
-    const NAME: &'static str = "handle_pool (one-call)";
-    const IS_HANDLE_POOL: bool = true;
-    type Key = Handle;
-    type Session<'a> = HandlePoolCallSession<'a>;
-
-    fn create(_: usize) -> Self {
-        HandlePoolCall(HandlePool::new())
-    }
-    fn session<R>(&self, f: impl FnOnce(&mut Self::Session<'_>) -> R) -> R {
-        f(&mut HandlePoolCallSession(&self.0))
-    }
-    fn capacity(&self) -> Option<usize> {
-        Some(self.0.capacity())
-    }
-    fn key_to_bits(key: Handle) -> u64 {
-        key.to_bits()
-    }
-    fn key_from_bits(bits: u64) -> Handle {
-        handle_from_bits(bits)
-    }
-}
+handle_pool_adapter!(
+    HandlePoolCall,
+    HandlePoolCallSession,
+    "handle_pool (one-call)",
+    |pool| HandlePoolCallSession(pool)
+);
 
 impl Session for HandlePoolCallSession<'_> {
     type Key = Handle;
@@ -163,31 +177,15 @@ pub struct HandlePoolGuardSession<'a> {
     guard: Box<Guard>,
 }
 
-impl Pool for HandlePoolGuard {
-    const NAME: &'static str = "handle_pool (guard held)";
-    const IS_HANDLE_POOL: bool = true;
-    type Key = Handle;
-    type Session<'a> = HandlePoolGuardSession<'a>;
-
-    fn create(_: usize) -> Self {
-        HandlePoolGuard(HandlePool::new())
+handle_pool_adapter!(
+    HandlePoolGuard,
+    HandlePoolGuardSession,
+    "handle_pool (guard held)",
+    |pool| HandlePoolGuardSession {
+        pool,
+        guard: Box::new(handle_pool::pin()),
     }
-    fn session<R>(&self, f: impl FnOnce(&mut Self::Session<'_>) -> R) -> R {
-        f(&mut HandlePoolGuardSession {
-            pool: &self.0,
-            guard: Box::new(handle_pool::pin()),
-        })
-    }
-    fn capacity(&self) -> Option<usize> {
-        Some(self.0.capacity())
-    }
-    fn key_to_bits(key: Handle) -> u64 {
-        key.to_bits()
-    }
-    fn key_from_bits(bits: u64) -> Handle {
-        handle_from_bits(bits)
-    }
-}
+);
 
 impl Session for HandlePoolGuardSession<'_> {
     type Key = Handle;
@@ -225,31 +223,15 @@ pub struct HandlePoolReaderSession<'a> {
     reader: Reader<'a, u64>,
 }
 
-impl Pool for HandlePoolReader {
-    const NAME: &'static str = "handle_pool (reader)";
-    const IS_HANDLE_POOL: bool = true;
-    type Key = Handle;
-    type Session<'a> = HandlePoolReaderSession<'a>;
-
-    fn create(_: usize) -> Self {
-        HandlePoolReader(HandlePool::new())
+handle_pool_adapter!(
+    HandlePoolReader,
+    HandlePoolReaderSession,
+    "handle_pool (reader)",
+    |pool| HandlePoolReaderSession {
+        pool,
+        reader: pool.reader(),
     }
-    fn session<R>(&self, f: impl FnOnce(&mut Self::Session<'_>) -> R) -> R {
-        f(&mut HandlePoolReaderSession {
-            pool: &self.0,
-            reader: self.0.reader(),
-        })
-    }
-    fn capacity(&self) -> Option<usize> {
-        Some(self.0.capacity())
-    }
-    fn key_to_bits(key: Handle) -> u64 {
-        key.to_bits()
-    }
-    fn key_from_bits(bits: u64) -> Handle {
-        handle_from_bits(bits)
-    }
-}
+);
 
 impl Session for HandlePoolReaderSession<'_> {
     type Key = Handle;

@@ -409,33 +409,24 @@ fn checks(r: &Results) -> Vec<Check> {
     for &lookup in &lookups {
         let id = lookup.id();
         // The two held-guard targets, for `get` and for `contains`
-        // (which needs no guard: both handle_pool rows call it).
-        check(
-            format!("{id}: guard held, 1 thread vs unsynchronised SlotMap"),
-            format!("{guard} 1t / {unsync} 1t"),
-            ratio(m(lookup, guard, 1), m(lookup, unsync, 1)),
-            0.8,
-        );
-        check(
-            format!("{id}: guard held, 1 thread vs concurrent-slotmap guard held"),
-            format!("{guard} 1t / {cs_guard} 1t"),
-            ratio(m(lookup, guard, 1), m(lookup, cs_guard, 1)),
-            1.3,
-        );
-        // The same targets through a reader, whose lookups read the storage
-        // as of its last re-pin.
-        check(
-            format!("{id}: reader, 1 thread vs unsynchronised SlotMap"),
-            format!("{reader} 1t / {unsync} 1t"),
-            ratio(m(lookup, reader, 1), m(lookup, unsync, 1)),
-            0.8,
-        );
-        check(
-            format!("{id}: reader, 1 thread vs concurrent-slotmap guard held"),
-            format!("{reader} 1t / {cs_guard} 1t"),
-            ratio(m(lookup, reader, 1), m(lookup, cs_guard, 1)),
-            1.3,
-        );
+        // (the guard-held row's `contains` needs no guard), with a guard
+        // held and through a reader, whose lookups read the storage as of
+        // its last re-pin.
+        for hp in [guard, reader] {
+            let held = variant(hp);
+            check(
+                format!("{id}: {held}, 1 thread vs unsynchronised SlotMap"),
+                format!("{hp} 1t / {unsync} 1t"),
+                ratio(m(lookup, hp, 1), m(lookup, unsync, 1)),
+                0.8,
+            );
+            check(
+                format!("{id}: {held}, 1 thread vs concurrent-slotmap guard held"),
+                format!("{hp} 1t / {cs_guard} 1t"),
+                ratio(m(lookup, hp, 1), m(lookup, cs_guard, 1)),
+                1.3,
+            );
+        }
         if matches!(lookup, Workload::Contains(_)) {
             continue;
         }
