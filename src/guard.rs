@@ -79,7 +79,10 @@ impl Guard {
     /// through the guard outlives the call.
     ///
     /// Nested in another guard of the same thread, it changes nothing: the
-    /// outer guard still protects what it protected.
+    /// outer guard still protects what it protected. A guard made while
+    /// another of its thread's guards lives shares that guard's pin, and
+    /// keeps it after that guard is dropped, until it repins: values
+    /// removed since the oldest of them was pinned wait for it meanwhile.
     #[inline]
     pub fn repin(&mut self) {
         self.inner.repin();

@@ -28,8 +28,11 @@ use crate::raw::{RawPool, View};
 /// does, and its references live as long as it does: values removed
 /// meanwhile are not dropped until the reader is dropped or
 /// [`repin`](Self::repin)s, so a long-lived reader should repin between
-/// batches of work, as a guard should. Because it owns its guard, rayon's
-/// `for_each_init` and `map_init` can make one per worker:
+/// batches of work, as a guard should. (Made while another guard of the
+/// thread lives, it shares that guard's pin, and holds back what that pin
+/// held back until it repins: see [`Guard::repin`].) Because it owns its
+/// guard, rayon's `for_each_init` and `map_init` can make one per job
+/// that rayon splits off (each a pin and an allocation):
 ///
 /// ```
 /// use handle_pool::{pin, HandlePool};

@@ -145,6 +145,26 @@ fn a_readers_references_outlive_removal_until_it_repins() {
     assert_eq!(alive.count(), 0, "dropped once the reader is gone");
 }
 
+#[test]
+fn a_nested_reader_keeps_the_outer_pin_until_it_repins() {
+    // A reader made while another guard of the thread lives shares that
+    // guard's pin (as documented on `Guard::repin`), also after it is
+    // dropped: a value removed before the inner reader was made waits for
+    // the inner reader's repin.
+    let alive = Alive::new();
+    let pool = HandlePool::new();
+    let h = pool.insert(alive.value());
+    let outer = pool.reader();
+    assert!(pool.remove(h));
+    let mut inner = pool.reader();
+    drop(outer);
+    pool.flush();
+    assert_eq!(alive.count(), 1, "the inner reader holds the outer pin");
+    inner.repin();
+    wait_until_dropped(&pool, &alive);
+    assert_eq!(alive.count(), 0, "dropped once the inner reader repinned");
+}
+
 /// Flushes until every value is dropped, for up to 5 s: guards are
 /// process-wide, so another test's may hold the values back a while
 /// longer (this binary's racing test holds a reader throughout).
