@@ -482,24 +482,6 @@ impl<T> Clone for View<'_, T> {
 impl<T> Copy for View<'_, T> {}
 
 impl<'a, T> View<'a, T> {
-    /// `found` of the slot at `index`, or `missing` if its bucket was never
-    /// allocated (see [`Storage::find_or`]).
-    #[inline(always)]
-    pub(crate) fn find_or<R>(
-        &self,
-        index: u32,
-        found: impl FnOnce(&'a Slot<T>) -> R,
-        missing: R,
-    ) -> R {
-        if let Some(slot) = self.flat_slot(index) {
-            return found(slot);
-        }
-        // The flat region may have grown since the view was made, and a
-        // bucket below `flat_reserved` is never allocated: look again in
-        // the storage as it is now, whose count may hold the index.
-        self.storage.find_or(index, found, missing)
-    }
-
     /// The slot at `index` if the flat region held it (committed) when the
     /// view was made.
     #[inline(always)]
@@ -535,9 +517,16 @@ impl<'a, T> FindSlot<'a, T> for &'a Storage<T> {
 }
 
 impl<'a, T> FindSlot<'a, T> for View<'a, T> {
+    /// The slot through the view, else through the storage as it is now.
     #[inline(always)]
     fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R {
-        View::find_or(&self, index, found, missing)
+        if let Some(slot) = self.flat_slot(index) {
+            return found(slot);
+        }
+        // The flat region may have grown since the view was made, and a
+        // bucket below `flat_reserved` is never allocated: look again in
+        // the storage as it is now, whose count may hold the index.
+        self.storage.find_or(index, found, missing)
     }
 }
 
