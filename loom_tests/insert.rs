@@ -61,7 +61,7 @@ fn insert_reclaims_a_batch_released_on_another_stripe() {
             r.remove(pool, 0);
             // Stripe 0 is quiet until its next insert, so the other
             // stripe may take its slots.
-            pool.quiet_stripes();
+            pool.raw().quiet_stripes();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -309,7 +309,7 @@ fn insert_steals_another_stripes_ready_batch_against_its_owner() {
             r.insert(pool, 1);
             r.remove(pool, 0);
             // Stripe 0 quiet until its next insert (see above).
-            pool.quiet_stripes();
+            pool.raw().quiet_stripes();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -337,7 +337,7 @@ fn insert_steals_another_stripes_ready_batch_against_its_owner() {
             // (the thief reclaims every batch it finds clear, and may leave
             // one on its own list); with both quiet, this thread takes one
             // from the other before it grows.
-            pool.quiet_stripes();
+            pool.raw().quiet_stripes();
             let used = pool.slots_used();
             let live = r.len(pool);
             assert!(used <= 4 && live == 2, "used {used}, live {live}");
@@ -380,7 +380,7 @@ fn insert_moves_a_quiet_stripes_free_slots_against_its_owner() {
             r.remove(pool, 1);
             // Slots 0 and 1 onto stripe 0's free list.
             r.flush(pool);
-            pool.quiet_stripes();
+            pool.raw().quiet_stripes();
         }),
         threads: vec![
             // Spawned: stripe 1, empty.
@@ -402,7 +402,7 @@ fn insert_moves_a_quiet_stripes_free_slots_against_its_owner() {
             r.flush(pool);
             // A free slot may be on either stripe; with both quiet, this
             // thread takes one from the other before it grows.
-            pool.quiet_stripes();
+            pool.raw().quiet_stripes();
             let used = pool.slots_used();
             assert!(used <= 4, "used {used}");
             for id in 5..5 + (used - 3) as u32 {

@@ -300,7 +300,7 @@ fn owner_sealing_races_flush(name: &str, config: Config) {
             let (pool, o) = (Arc::clone(&pool), o.clone());
             spawn_parked(move || {
                 assert!(r.remove(&pool, 0));
-                if pool.seal_own_partial_batches() {
+                if pool.raw().seal_own_partial_batches() {
                     o.mark();
                 }
             })
@@ -385,7 +385,7 @@ fn sweep_races_push(name: &str, config: Config) {
         let owner = one_free_in_the_owners_magazine(&pool, &log);
         // What a sweep does to a magazine it finds idle and holding slots
         // (the owner is not idle here, so a real sweep might not).
-        if pool.empty_other_magazines() {
+        if pool.raw().empty_other_magazines() {
             e.mark();
         }
         let third = owner.finished();

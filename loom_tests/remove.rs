@@ -21,7 +21,7 @@ fn insert_racing_remove_of_another_handle() {
         setup: setup(|pool, r| {
             r.insert(pool, 0);
             // The remover's stripe (0) is quiet: it only removes from here on.
-            pool.quiet_stripes();
+            pool.raw().quiet_stripes();
         }),
         threads: vec![
             step(|pool, r| {

@@ -286,21 +286,21 @@ pub(crate) fn oldest<'a>(words: impl IntoIterator<Item = &'a AtomicU64>) -> u64 
         .unwrap_or(u64::MAX)
 }
 
-/// A guard's section, left when this drops: what a [`Guard`](crate::Guard)
+/// A guard's announcement, withdrawn when this drops: what a [`Guard`](crate::Guard)
 /// holds, and what protects a one-call read of a thread with no word in
 /// the pool (see `Reclaimer::read`). Not `Send`: it must be left on the
 /// thread that entered it.
-pub(crate) struct Section(PhantomData<*const ()>);
+pub(crate) struct Announcement(PhantomData<*const ()>);
 
-impl Section {
+impl Announcement {
     #[inline]
-    pub(crate) fn enter() -> Section {
+    pub(crate) fn begin() -> Announcement {
         enter();
-        Section(PhantomData)
+        Announcement(PhantomData)
     }
 }
 
-impl Drop for Section {
+impl Drop for Announcement {
     #[inline]
     fn drop(&mut self) {
         leave();

@@ -49,7 +49,7 @@ pub struct Guard {
     /// Pinned on the default collector, by construction (see [`pin`]).
     inner: crossbeam_epoch::Guard,
     /// The announcement every pool's reclamation respects.
-    _section: crate::announce::Section,
+    _announcement: crate::announce::Announcement,
 }
 
 /// Protects the current thread's references into every pool, and pins it
@@ -69,7 +69,7 @@ pub fn pin() -> Guard {
     let inner = crossbeam_epoch::pin();
     Guard {
         inner,
-        _section: crate::announce::Section::enter(),
+        _announcement: crate::announce::Announcement::begin(),
     }
 }
 

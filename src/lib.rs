@@ -14,6 +14,7 @@ mod hint;
 mod iter;
 mod lists;
 mod magazine;
+mod membarrier;
 #[cfg(feature = "rayon")]
 mod par;
 mod pool;
@@ -28,6 +29,7 @@ mod slot;
 mod storage;
 mod stripe;
 mod sync;
+mod thread_id;
 
 // The loom models run as this library's unit tests (see `ci/loom.sh`), so
 // loom is only a dev-dependency; the models name the crate `handle_pool`.

@@ -151,7 +151,7 @@ impl FreeList {
                 // A stale link (the slot was popped meanwhile) can name a slot
                 // whose bucket another thread has reserved but not allocated
                 // yet: the head has moved on, so start over.
-                let Some(slot) = storage.get(next) else {
+                let Some(slot) = storage.find(next) else {
                     break;
                 };
                 last = next;
@@ -361,7 +361,7 @@ impl RemovalBatch {
 
     /// Removals so far, mod 2^32: pending in the batch plus sealed.
     #[inline]
-    pub(crate) fn removals(&self) -> u32 {
+    pub(crate) fn removal_count(&self) -> u32 {
         let pending = high(self.word.load(Ordering::Relaxed));
         pending.wrapping_add(self.sealed.load(Ordering::Relaxed) as u32)
     }

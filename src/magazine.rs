@@ -1,9 +1,10 @@
 #![doc = include_str!("../docs/magazine.md")]
 
 use crate::lists::{FreeList, RemovalBatch, SealedBatch};
+use crate::membarrier::{heavy_fence, light_fence};
 use crate::slot::{Slot, SlotWord};
 use crate::storage::Storage;
-use crate::sync::{heavy_fence, light_fence, yield_now, AtomicU64, Ordering};
+use crate::sync::{yield_now, AtomicU64, Ordering};
 
 /// One thread's free list and removal batch (see the module docs).
 pub(crate) struct Magazine {
@@ -70,8 +71,8 @@ impl Magazine {
 
     /// Removals into the magazine so far, mod 2^32.
     #[inline]
-    pub(crate) fn removals(&self) -> u32 {
-        self.removals.removals()
+    pub(crate) fn removal_count(&self) -> u32 {
+        self.removals.removal_count()
     }
 
     /// Notes the counts a sweep (or a full pool's pop) sees; returns whether
@@ -85,7 +86,7 @@ impl Magazine {
 
     /// The pops and removals so far, as a sweep notes them.
     fn counts(&self) -> u64 {
-        (u64::from(self.free.pops()) << 32) | u64::from(self.removals())
+        (u64::from(self.free.pops()) << 32) | u64::from(self.removal_count())
     }
 
     /// Whether the removal batch looks non-empty (a hint).
@@ -177,13 +178,13 @@ impl Magazine {
 impl Section<'_> {
     /// The owned free list.
     #[inline(always)]
-    pub(crate) fn free(&self) -> &FreeList {
+    pub(crate) fn free_list(&self) -> &FreeList {
         &self.magazine.free
     }
 
     /// The owned removal batch.
     #[inline(always)]
-    pub(crate) fn removals(&self) -> &RemovalBatch {
+    pub(crate) fn removal_batch(&self) -> &RemovalBatch {
         &self.magazine.removals
     }
 
@@ -235,12 +236,12 @@ impl Revoked<'_> {
 
     /// Takes the free list, at once: its first slot (the rest follow its
     /// links to `NIL`).
-    pub(crate) fn free(&self) -> Option<u32> {
+    pub(crate) fn take_free(&self) -> Option<u32> {
         self.magazine.free.take_owned()
     }
 
     /// Takes the removal batch, at once.
-    pub(crate) fn removals(&self) -> Option<SealedBatch> {
+    pub(crate) fn take_removals(&self) -> Option<SealedBatch> {
         self.magazine.removals.take_owned()
     }
 }

@@ -214,7 +214,7 @@ impl<C: Cursor, H: PoolHandle + Send> UnindexedProducer for Producer<C, H> {
         // held back) lasts until every part is done, and an insert from the
         // user's closure that waited at the pool's bound for it would wait
         // out its whole patience (see `RawPool::wait_at_bound`).
-        let _section = C::GUARDED.then(crate::announce::Section::enter);
+        let _section = C::GUARDED.then(crate::announce::Announcement::begin);
         // A folder that stops early drops the cursor with the rest of its
         // range; a draining cursor then drops the values left in it.
         folder.consume_iter(
@@ -456,25 +456,5 @@ impl Reducer<()> for Inserted {
 }
 
 #[cfg(all(test, not(handle_pool_loom)))]
-mod tests {
-    use crate::HandlePool;
-    use rayon::prelude::*;
-
-    /// A worker visiting values under the caller's guard counts as holding
-    /// reclamation back (so an insert from the closure does not wait at the
-    /// bound for that guard); one visiting values exclusively does not.
-    #[test]
-    fn workers_visiting_under_a_guard_are_announced() {
-        let mut pool: HandlePool<u32> = (0..10_000).collect();
-        let guard = crate::pin();
-        assert!(pool
-            .par_iter(&guard)
-            .all(|_| crate::announce::guarded_here()));
-        drop(guard);
-        let on_other_threads = pool
-            .par_iter_mut()
-            .filter(|_| rayon::current_thread_index().is_some())
-            .all(|_| !crate::announce::guarded_here());
-        assert!(on_other_threads, "an exclusive iteration announced itself");
-    }
-}
+#[path = "unit_tests/par.rs"]
+mod tests;

@@ -426,24 +426,6 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.len()
     }
 
-    /// For the loom models: see `RawPool::seal_own_partial_batches`.
-    #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn seal_own_partial_batches(&self) -> bool {
-        self.raw.seal_own_partial_batches()
-    }
-
-    /// For the loom models: see `RawPool::empty_other_magazines`.
-    #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn empty_other_magazines(&self) -> bool {
-        self.raw.empty_other_magazines()
-    }
-
-    /// For the loom models: see `RawPool::quiet_stripes`.
-    #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn quiet_stripes(&self) {
-        self.raw.quiet_stripes();
-    }
-
     /// Whether [`len`](Self::len) is 0.
     ///
     /// ```
@@ -619,8 +601,8 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
         self.raw.get_disjoint_mut(handles.map(PoolHandle::handle))
     }
 
-    /// The raw pool (for `serde_impl` and `par`).
-    #[cfg(any(feature = "serde", feature = "rayon"))]
+    /// The raw pool (for `serde_impl`, `par` and the loom models).
+    #[cfg(any(feature = "serde", feature = "rayon", all(test, handle_pool_loom)))]
     pub(crate) fn raw(&self) -> &RawPool<T> {
         &self.raw
     }

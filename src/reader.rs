@@ -5,7 +5,8 @@ use core::marker::PhantomData;
 
 use crate::guard::{pin, Guard};
 use crate::handle::{Handle, PoolHandle};
-use crate::raw::{RawPool, View};
+use crate::raw::RawPool;
+use crate::storage::View;
 
 /// Lookups in one pool under a guard of its own, for a loop of them; made
 /// by [`HandlePool::reader`](crate::HandlePool::reader).

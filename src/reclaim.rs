@@ -9,9 +9,8 @@ use crate::lists::{Chain, SealedBatch};
 use crate::slot::{discard, SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::StripeIndex;
-use crate::sync::{
-    fence, known_thread_id, thread_id, AtomicPtr, AtomicU64, DroppingReclaimed, Ordering, NO_NUMBER,
-};
+use crate::sync::{fence, AtomicPtr, AtomicU64, Ordering};
+use crate::thread_id::{known_thread_id, thread_id, NO_NUMBER};
 
 /// The reclamation state of one pool.
 pub(crate) struct Reclaimer {
@@ -140,7 +139,7 @@ impl Reclaimer {
         match thread_id().and_then(|id| self.readers.words.get(id)) {
             Some(word) => Self::read_announced(word, read),
             None => {
-                let _section = announce::Section::enter();
+                let _section = announce::Announcement::begin();
                 read()
             }
         }
@@ -485,6 +484,43 @@ impl Drop for StripeBatches {
         // Batches sealed and never reclaimed: the pool's drop had already
         // dropped every value.
         self.sealed.take_all().for_each(drop);
+    }
+}
+
+/// Marks the calling thread as dropping values a reclamation took off a
+/// pool's sealed lists, for as long as it lives (see `reclaim_batch`): a
+/// value's `Drop` that inserts into the same pool must not wait for
+/// reclamation, which is waiting for that `Drop` to return.
+pub(crate) struct DroppingReclaimed(());
+
+#[cfg(not(all(test, handle_pool_loom)))]
+std::thread_local! {
+    static DROPPING_RECLAIMED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+#[cfg(all(test, handle_pool_loom))]
+loom::thread_local! {
+    static DROPPING_RECLAIMED: std::cell::Cell<u32> = std::cell::Cell::new(0);
+}
+
+impl DroppingReclaimed {
+    pub(crate) fn enter() -> Self {
+        // A thread whose locals are being destroyed is not marked; it does
+        // not wait either (see `Reclaimer::held_back_here`).
+        let _ = DROPPING_RECLAIMED.try_with(|depth| depth.set(depth.get() + 1));
+        DroppingReclaimed(())
+    }
+
+    /// Whether the calling thread is inside a [`DroppingReclaimed`].
+    pub(crate) fn here() -> bool {
+        DROPPING_RECLAIMED
+            .try_with(|depth| depth.get() > 0)
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for DroppingReclaimed {
+    fn drop(&mut self) {
+        let _ = DROPPING_RECLAIMED.try_with(|depth| depth.set(depth.get().saturating_sub(1)));
     }
 }
 

@@ -107,18 +107,18 @@ impl<T: Serialize, H: PoolHandle> Serialize for HandlePool<T, H> {
         // At most `max_slots`, a `u32`.
         let len = raw.slots_used() as u32;
         let mut state = serializer.serialize_struct(POOL, FIELDS.len())?;
-        state.serialize_field(FIELDS[0], &Slots { raw, len })?;
+        state.serialize_field(FIELDS[0], &SerializedSlots { raw, len })?;
         state.end()
     }
 }
 
 /// The `slots` sequence of a pool being serialized: exactly `len` entries.
-struct Slots<'a, T> {
+struct SerializedSlots<'a, T> {
     raw: &'a RawPool<T>,
     len: u32,
 }
 
-impl<T: Serialize> Serialize for Slots<'_, T> {
+impl<T: Serialize> Serialize for SerializedSlots<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.len as usize))?;
         self.raw

@@ -204,24 +204,14 @@ impl<T> Storage<T> {
     }
 
     /// The slot at `index`, or `None` if its bucket was never allocated.
+    ///
+    /// Through [`find_or`](Self::find_or), which calls its `found` on each
+    /// path, the flat region's and the buckets', so a lookup neither merges
+    /// the two first nor tests the bucket path's address for `None`'s null
+    /// niche (see `lookup_icount`).
     #[inline(always)]
-    pub(crate) fn get(&self, index: u32) -> Option<&Slot<T>> {
-        self.find(index, Some)
-    }
-
-    /// `found` of the slot at `index`, or `None` if its bucket was never
-    /// allocated. `found` is called on each path, the flat region's and the
-    /// buckets', so a lookup neither merges the two first nor tests the
-    /// bucket path's address for `None`'s null niche: a held-guard `get` is
-    /// 16 instructions, against 19 with one call after the merge
-    /// (`lookup_icount`). For a `found` too big to copy, use [`get`](Self::get).
-    #[inline(always)]
-    pub(crate) fn find<'a, R>(
-        &'a self,
-        index: u32,
-        found: impl FnOnce(&'a Slot<T>) -> Option<R>,
-    ) -> Option<R> {
-        self.find_or(index, found, None)
+    pub(crate) fn find(&self, index: u32) -> Option<&Slot<T>> {
+        self.find_or(index, Some, None)
     }
 
     /// `found` of the slot at `index`, or `missing` if its bucket was never
@@ -330,7 +320,7 @@ impl<T> Storage<T> {
     /// If its bucket was never allocated: that would be a bug in the pool.
     #[inline]
     pub(crate) fn slot(&self, index: u32) -> &Slot<T> {
-        match self.get(index) {
+        match self.find(index) {
             Some(slot) => slot,
             None => never_allocated(index),
         }
@@ -618,7 +608,7 @@ impl<'a, T> Iterator for Slots<'a, T> {
     fn next(&mut self) -> Option<Self::Item> {
         while self.next < self.end {
             let index = self.next as u32;
-            match self.storage.get(index) {
+            match self.storage.find(index) {
                 Some(slot) => {
                     self.next += 1;
                     return Some((index, slot));

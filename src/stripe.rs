@@ -5,7 +5,8 @@ use crossbeam_utils::CachePadded;
 use crate::lists::{FreeList, RemovalBatch};
 use crate::magazine::Magazine;
 use crate::storage::Storage;
-use crate::sync::{known_thread_id, thread_id, AtomicIsize, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicIsize, AtomicU32, AtomicU64, Ordering};
+use crate::thread_id::{known_thread_id, thread_id};
 
 /// One stripe (see the module docs).
 pub(crate) struct Stripe {
@@ -66,10 +67,10 @@ impl Stripe {
     /// Removals through this stripe so far, mod 2^32: its shared batch's
     /// and its magazine's.
     #[inline]
-    pub(crate) fn removals(&self) -> u32 {
+    pub(crate) fn removal_count(&self) -> u32 {
         self.removals
-            .removals()
-            .wrapping_add(self.magazine.removals())
+            .removal_count()
+            .wrapping_add(self.magazine.removal_count())
     }
 
     /// Notes that a sweep sees the removal batch's word `word`; returns
@@ -105,7 +106,7 @@ impl Stripe {
     pub(crate) fn len_share(&self) -> u32 {
         let corrections = self.corrections.load(Ordering::Relaxed) as u32;
         self.inserts()
-            .wrapping_sub(self.removals())
+            .wrapping_sub(self.removal_count())
             .wrapping_add(corrections)
     }
 

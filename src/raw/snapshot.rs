@@ -1,7 +1,12 @@
 //! Reading a pool slot by slot, and building a pool from such a list:
 //! what `serde` and `Clone` share.
 
-use super::{publish, Acquired, Chain, Guard, Ordering, RawPool, SlotWord, State};
+use super::insert::{publish, Acquired};
+use super::RawPool;
+use crate::lists::Chain;
+use crate::slot::{SlotWord, State};
+use crate::sync::Ordering;
+use crate::Guard;
 
 /// Slots read under one pin before [`RawPool::read_slots`] repins: a long
 /// clone or serialization then holds reclamation back, in every pool, for
@@ -163,7 +168,7 @@ impl<T> RawPool<T> {
     /// a state the slot actually had. A live value is borrowed for as
     /// long as `_guard` stays pinned, even if removed meanwhile.
     fn read_slot<'a>(&'a self, index: u32, _guard: &'a Guard) -> SlotEntry<&'a T> {
-        let Some(slot) = self.storage.get(index) else {
+        let Some(slot) = self.storage.find(index) else {
             // Reserved, bucket not allocated yet: never occupied.
             return SlotEntry::Vacant(0);
         };

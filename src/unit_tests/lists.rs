@@ -86,17 +86,17 @@ fn a_removal_batch_seals_on_the_push_that_fills_it() {
     assert!(push_one(&batch, 3, 3).is_none());
     assert_eq!(batch.head().0, 3);
     assert!(push_one(&batch, 8, 3).is_none());
-    assert_eq!(batch.removals(), 2, "pending removals count");
+    assert_eq!(batch.removal_count(), 2, "pending removals count");
     assert_eq!(batch.head().0, 8, "the last slot removed leads");
     let sealed = push_one(&batch, 5, 3).expect("the third push fills the batch");
     assert_eq!((sealed.head, sealed.count), (5, 3));
     assert_eq!(batch.head(), (NIL, pack(0, NIL)), "the word resets");
-    assert_eq!(batch.removals(), 3, "sealed removals still count");
+    assert_eq!(batch.removal_count(), 3, "sealed removals still count");
     // A chain pushed at once counts every slot in it.
     let (_, current) = batch.head();
     let sealed = batch.push(9, 4, current, 3, |_| panic!("no race here"));
     assert_eq!(sealed.map(|s| (s.head, s.count)), Some((9, 4)));
-    assert_eq!(batch.removals(), 7);
+    assert_eq!(batch.removal_count(), 7);
 }
 
 #[test]
@@ -109,9 +109,9 @@ fn take_all_empties_the_batch_and_keeps_the_count() {
     assert_eq!((taken.head, taken.count), (4, 2));
     assert_eq!(batch.head(), (NIL, pack(0, NIL)));
     assert!(batch.take_all().is_none());
-    assert_eq!(batch.removals(), 2);
+    assert_eq!(batch.removal_count(), 2);
     assert!(push_one(&batch, 6, 64).is_none());
-    assert_eq!(batch.removals(), 3, "pending plus taken");
+    assert_eq!(batch.removal_count(), 3, "pending plus taken");
 }
 
 #[test]
@@ -137,10 +137,10 @@ fn an_owned_batch_says_full_and_keeps_it_until_taken() {
     assert!(!batch.push_owned(8, 3));
     assert!(batch.push_owned(5, 3), "the third push fills the batch");
     assert_eq!(batch.head_owned(), 5, "the full batch stays in place");
-    assert_eq!(batch.removals(), 3);
+    assert_eq!(batch.removal_count(), 3);
     let sealed = batch.take_owned().expect("a full batch");
     assert_eq!((sealed.head, sealed.count, sealed.last), (5, 3, 3));
     assert_eq!(batch.head(), (NIL, pack(0, NIL)), "the word resets");
-    assert_eq!(batch.removals(), 3, "taken removals still count");
+    assert_eq!(batch.removal_count(), 3, "taken removals still count");
     assert!(batch.take_owned().is_none());
 }

@@ -9,11 +9,11 @@ fn a_thread_holds_reclamation_back_while_pinned_reading_or_dropping_reclaimed_va
     let reclaimer = Reclaimer::new(1024);
     let other = Reclaimer::new(1024);
     // Without a number, it may be running thread-local destructors.
-    if crate::sync::known_thread_id() == usize::MAX {
+    if crate::thread_id::known_thread_id() == usize::MAX {
         assert!(reclaimer.held_back_here(), "no number");
     }
     // Taken as every insert takes it, before its slow path.
-    assert!(crate::sync::thread_id().is_some());
+    assert!(crate::thread_id::thread_id().is_some());
     assert!(!reclaimer.held_back_here(), "idle");
     {
         let _guard = crate::pin();
@@ -34,7 +34,7 @@ fn a_thread_holds_reclamation_back_while_pinned_reading_or_dropping_reclaimed_va
         "a read of another pool holds this one's reclamation back"
     );
     {
-        let _dropping = crate::sync::DroppingReclaimed::enter();
+        let _dropping = super::DroppingReclaimed::enter();
         assert!(reclaimer.held_back_here(), "dropping reclaimed values");
     }
     assert!(!reclaimer.held_back_here(), "done dropping");

@@ -94,7 +94,7 @@ fn the_bucket_where_the_index_space_ends_holds_only_its_indices() {
         // the allocation: write the slots of the last indices and read
         // them back (ASan would see a slot past the end).
         for index in u32::MAX - (last as u32 - 1)..=u32::MAX {
-            let slot = storage.get(index).expect("in the allocated bucket");
+            let slot = storage.find(index).expect("in the allocated bucket");
             slot.word.store(index as u64, Ordering::Relaxed);
         }
         for index in u32::MAX - (last as u32 - 1)..=u32::MAX {
@@ -104,7 +104,7 @@ fn the_bucket_where_the_index_space_ends_holds_only_its_indices() {
             );
         }
         assert!(
-            storage.get(u32::MAX - last as u32).is_none(),
+            storage.find(u32::MAX - last as u32).is_none(),
             "the bucket before is not allocated"
         );
     }
@@ -157,16 +157,16 @@ fn slots_below_the_flat_region_end_are_flat_and_the_rest_in_buckets() {
     let storage = Storage::<u32>::new(2, 12, u32::MAX);
     assert_eq!(storage.flat_reserved, 12);
     assert_eq!(storage.capacity(), 0);
-    assert!(storage.get(0).is_none(), "nothing is committed yet");
+    assert!(storage.find(0).is_none(), "nothing is committed yet");
     storage.ensure(0, 3);
     // Exactly the slots asked for, though a whole page is mapped.
     assert_eq!(storage.capacity(), 3);
-    assert!(storage.get(3).is_none(), "mapped but not committed");
+    assert!(storage.find(3).is_none(), "mapped but not committed");
     storage.ensure(3, 12);
     assert_eq!(storage.capacity(), 12);
     let flat = storage.flat.load(Ordering::Relaxed);
     for index in 0..12u32 {
-        let slot = storage.get(index).expect("committed");
+        let slot = storage.find(index).expect("committed");
         assert!(core::ptr::eq(slot, flat.wrapping_add(index as usize)));
         assert_eq!(
             slot.word.load(Ordering::Relaxed),
@@ -174,12 +174,12 @@ fn slots_below_the_flat_region_end_are_flat_and_the_rest_in_buckets() {
             "fresh slots are FREE(0, 0)"
         );
     }
-    assert!(storage.get(12).is_none(), "bucket not allocated yet");
+    assert!(storage.find(12).is_none(), "bucket not allocated yet");
     // Across the boundary: the rest of the range goes to buckets (level
     // 16..32 of shifted indices, four buckets of four).
     storage.ensure(10, 28);
     assert_eq!(storage.capacity(), 12 + 16);
-    let slot = storage.get(12).expect("allocated");
+    let slot = storage.find(12).expect("allocated");
     assert!(!core::ptr::eq(slot, flat.wrapping_add(12)));
     // Writes land where later lookups read.
     for index in 0..28u32 {

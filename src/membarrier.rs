@@ -1,0 +1,108 @@
+//! The asymmetric fence of the magazine handshake: a light half for the
+//! owner, free at run time, and a heavy half for a revoker (Linux
+//! `membarrier`, private expedited).
+
+use crate::sync::Ordering;
+
+/// The two halves of an asymmetric fence, for the magazine handshake (see
+/// `magazine`): an owner's frequent `light_fence` costs nothing at run
+/// time, and a revoker's rare `heavy_fence` makes every running thread of
+/// the process execute a full barrier (Linux `membarrier`, private
+/// expedited), so that together they order like two `SeqCst` fences.
+/// Under loom both are `SeqCst` fences, which is what the pair promises.
+#[inline(always)]
+pub(crate) fn light_fence() {
+    #[cfg(all(test, handle_pool_loom))]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+    #[cfg(not(all(test, handle_pool_loom)))]
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+}
+
+/// The heavy half (see [`light_fence`]); `false` if the system refused it,
+/// in which case nothing may be concluded from it.
+pub(crate) fn heavy_fence() -> bool {
+    #[cfg(all(test, handle_pool_loom))]
+    {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+        true
+    }
+    #[cfg(not(all(test, handle_pool_loom)))]
+    {
+        syscall::heavy()
+    }
+}
+
+/// Whether the heavy half is available here (registers the process for
+/// it on first use). Without it, pools make no magazines.
+pub(crate) fn asymmetric_fences() -> bool {
+    #[cfg(all(test, handle_pool_loom))]
+    {
+        true
+    }
+    #[cfg(not(all(test, handle_pool_loom)))]
+    {
+        syscall::available()
+    }
+}
+
+#[cfg(all(target_os = "linux", not(all(test, handle_pool_loom))))]
+mod syscall {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    // From linux/membarrier.h.
+    const CMD_QUERY: libc::c_long = 0;
+    const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+    const UNKNOWN: u8 = 0;
+    const AVAILABLE: u8 = 1;
+    const UNAVAILABLE: u8 = 2;
+    static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+    fn membarrier(cmd: libc::c_long) -> libc::c_long {
+        // SAFETY: membarrier takes two integers and touches no memory of
+        // ours; an unknown command or a refusal is an error return.
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) }
+    }
+
+    pub(super) fn available() -> bool {
+        // Acquire pairs with the Release store below: a thread that sees
+        // AVAILABLE sees a process already registered.
+        match STATE.load(Ordering::Acquire) {
+            AVAILABLE => true,
+            UNAVAILABLE => false,
+            _ => {
+                // Registering twice (two threads racing here) is harmless.
+                let commands = membarrier(CMD_QUERY);
+                let ok = commands >= 0
+                    && commands & CMD_PRIVATE_EXPEDITED != 0
+                    && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+                STATE.store(if ok { AVAILABLE } else { UNAVAILABLE }, Ordering::Release);
+                ok
+            }
+        }
+    }
+
+    pub(super) fn heavy() -> bool {
+        if !available() {
+            return false;
+        }
+        if membarrier(CMD_PRIVATE_EXPEDITED) == 0 {
+            return true;
+        }
+        // A forked child may have inherited AVAILABLE without its own
+        // registration: register once more and retry.
+        membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0 && membarrier(CMD_PRIVATE_EXPEDITED) == 0
+    }
+}
+
+#[cfg(all(not(target_os = "linux"), not(all(test, handle_pool_loom))))]
+mod syscall {
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    pub(super) fn heavy() -> bool {
+        false
+    }
+}
