@@ -1,6 +1,9 @@
 //! Measures `handle_pool` against the alternatives and writes `BENCHES.md`
 //! and an SVG chart.
 //!
+//! It writes the whole report, keeping nothing of the file it replaces:
+//! measurements taken by hand go in `docs/perf/`, which the report points to.
+//!
 //! ```text
 //! cargo run --release -p handle-pool-benches --bin bench_report [-- --quick] [--reps N]
 //!     [--out BENCHES.md] [--chart benches/chart.svg] [--note "text"]
@@ -129,8 +132,8 @@ usage: cargo run --release -p handle-pool-benches --bin bench_report -- [--quick
 
   --quick         smaller runs, without get_1M and contains_1M; 3 repetitions unless --reps
   --reps N        repetitions per cell (default 5, or 3 with --quick)
-  --out PATH      the report to write (default BENCHES.md at the repository root);
-                  its sections from the heading `# Measured by hand` on are kept
+  --out PATH      the report to write (default BENCHES.md at the repository root),
+                  replaced whole
   --chart PATH    the SVG chart to write (default benches/chart.svg, or next to
                   --out, named after it, when --out is given)
   --note TEXT     a note line for the report
@@ -734,6 +737,17 @@ fn markdown(r: &Results, o: &Options, info: &RunInfo, checks: &[Check]) -> Strin
          `benches/workloads/`, shared with the criterion bench \
          (`cargo bench -p handle-pool-benches`).\n"
     );
+    let perf = relative_to(
+        &repo_root().join("docs").join("perf").join("README.md"),
+        o.out.parent().unwrap_or(Path::new(".")),
+    );
+    let _ = writeln!(
+        s,
+        "Regenerate it with `cargo run --release -p handle-pool-benches --bin bench_report` \
+         (`-- --help` lists the options); the tool rewrites this whole file. Measurements \
+         taken by hand, each with its commands and what was kept, are the numbered notes \
+         in [docs/perf/]({perf}).\n"
+    );
     let _ = writeln!(s, "- Command: `{}`", o.command);
     let _ = writeln!(s, "- Source: {}", info.revision);
     let _ = writeln!(
@@ -933,21 +947,6 @@ fn relative_to(path: &Path, base: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
-/// The heading that starts the report's hand-written part: the sections
-/// `bench_report` does not write, each with its own command.
-const HAND_WRITTEN: &str = "# Measured by hand";
-
-/// The hand-written part of the report at `path` (from the line
-/// [`HAND_WRITTEN`] on), kept when the report is written again.
-fn hand_written_sections(path: &Path) -> Option<String> {
-    let old = std::fs::read_to_string(path).ok()?;
-    let at = old
-        .match_indices(HAND_WRITTEN)
-        .map(|(at, _)| at)
-        .find(|&at| at == 0 || old[..at].ends_with('\n'))?;
-    Some(old[at..].to_string())
-}
-
 // ---------------------------------------------------------------- chart
 
 const COLOURS: [RGBColor; 11] = [
@@ -1138,11 +1137,7 @@ fn main() {
         Ok(()) => println!("\nwrote {}", options.chart.display()),
         Err(e) => eprintln!("\nchart failed: {e}"),
     }
-    let mut md = markdown(&results, &options, &info, &checks);
-    if let Some(hand) = hand_written_sections(&options.out) {
-        md.push('\n');
-        md.push_str(&hand);
-    }
+    let md = markdown(&results, &options, &info, &checks);
     std::fs::write(&options.out, md).expect("write the report");
     println!("wrote {}", options.out.display());
     if let Some(other) = info.other_cpu {
