@@ -15,8 +15,7 @@
 //!   on its answer pays a mispredicted branch for most misses; one that
 //!   computes its answer without a branch does not. `contains` answers
 //!   without one, like `SlotMap::contains_key` and concurrent-slotmap's
-//!   `get(..).is_some()`: this group keeps it so (BENCHES.md, "A `contains`
-//!   that branches on its answer").
+//!   `get(..).is_some()`: this group keeps it so (`docs/perf/0033`).
 //!
 //! Each group has one function id per contender, so their ratios read side by
 //! side:

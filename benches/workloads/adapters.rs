@@ -169,11 +169,10 @@ pub struct HandlePoolGuardSession<'a> {
     // separate locals: a re-pin is a call that takes the guard's address,
     // and with the guard inline that address was the session's, so the pool
     // reference went to memory and was reloaded before every lookup (one
-    // more load per lookup, 7-10% of held-guard `get` at 100k; BENCHES.md,
-    // "The pool reference in a register"). `get` never reads through the
+    // more load per lookup: `docs/perf/0031`). `get` never reads through the
     // guard, so the box costs nothing per operation. concurrent-slotmap's
     // session keeps its guard inline: its re-pin is inlined, its `get`
-    // reads the guard, and boxed it measured slower (BENCHES.md, session 23).
+    // reads the guard, and boxed it measured slower (`docs/perf/0029`).
     guard: Box<Guard>,
 }
 
