@@ -3,21 +3,19 @@
 # multi-threaded stress tests) under AddressSanitizer (with LeakSanitizer)
 # and ThreadSanitizer.
 #
-# Usage: ci/sanitize.sh [asan|tsan|all]     (default: all)
+# Usage: .ci/sanitize.sh [asan|tsan|all]     (default: all)
 #
 # The stable toolchain ships the sanitizer runtimes; -Z flags need
 # RUSTC_BOOTSTRAP=1. std is not rebuilt (there is no rust-src), so it is
-# linked uninstrumented: fine for ASan; for TSan see ci/tsan.supp.
+# linked uninstrumented: fine for ASan; for TSan see .ci/tsan.supp.
 # crossbeam-epoch: its build script turns on `crossbeam_sanitize_thread`
 # by itself under TSan (loads instead of fences TSan cannot see); we add
 # `--cfg crossbeam_sanitize` to both passes, as crossbeam's own CI does,
 # which shrinks its garbage bags from 64 to 4 and collects without limit,
 # so removed values are reclaimed and slots reused far more often.
 #
-# Measured on the 2-core development machine (other jobs running):
-#   asan: 105 s from an empty target dir (build included), 61 s when built;
-#   tsan: 61 s with the tests built, plus about 80 s to build them.
-# Most of each pass is the 16-thread `ownership_long` stress (about 47 s).
+# How long each pass takes (most of it the 16-thread `ownership_long`
+# stress): docs/perf/0037.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +48,7 @@ asan() {
     export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1"
     export CARGO_TARGET_DIR=target/asan
     cargo test --target "$target" --tests -- --skip "$skip_bound"
-    # The multi-threaded stress tests' long variants (about 20 s each).
+    # The multi-threaded stress tests' long variants.
     cargo test --target "$target" --test stress -- --ignored --skip "$skip_long_bound"
     unset RUSTFLAGS ASAN_OPTIONS LSAN_OPTIONS CARGO_TARGET_DIR
 }
@@ -65,7 +63,7 @@ tsan() {
     # same race is covered by the loom model
     # racing_removes_of_one_handle_exactly_one_wins.
     export RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer --cfg crossbeam_sanitize"
-    export TSAN_OPTIONS="suppressions=$PWD/ci/tsan.supp:halt_on_error=0:second_deadlock_stack=1"
+    export TSAN_OPTIONS="suppressions=$PWD/.ci/tsan.supp:halt_on_error=0:second_deadlock_stack=1"
     export CARGO_TARGET_DIR=target/tsan
     local skip=(--skip double_remove_exactly_one_wins --skip "$skip_long_bound" --skip "$skip_bound")
     # One test at a time: reports then name one test, and 16-thread stress
