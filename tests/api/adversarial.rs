@@ -6,8 +6,7 @@ use handle_pool::{Handle, HandlePool, PoolHandle};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-mod common;
-use common::{Alive, Counted, Lying};
+use crate::common::{Alive, Counted, Lying};
 
 thread_local! {
     /// Calls of `PoolHandle::handle` on this thread, for the lying handle types.

@@ -4,8 +4,7 @@
 use handle_pool::{pin, Config, Handle, HandlePool, ReferenceTable};
 use proptest::prelude::*;
 
-mod common;
-use common::{Alive, Lying, Op, Target};
+use crate::common::{self, Alive, Lying, Op, Target};
 
 #[test]
 fn insert_many_fresh_handles_are_consecutive() {

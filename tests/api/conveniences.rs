@@ -3,8 +3,7 @@
 
 use handle_pool::{pin, Handle, HandlePool};
 
-mod common;
-use common::predictable;
+use crate::common::predictable;
 
 #[test]
 fn keys_and_values_match_iter() {

@@ -9,8 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use handle_pool::{pin, Handle, HandlePool};
 
-mod common;
-use common::predictable as config;
+use crate::common::{self, predictable as config};
 
 /// Every handle the pool has issued, to check that none is issued twice and
 /// that the stale ones stay stale.

@@ -6,6 +6,8 @@ use std::thread;
 
 use handle_pool::{pin, Config, Handle, HandlePool};
 
+use crate::common;
+
 /// Producer/consumer: one thread inserts with `insert_many`, another removes.
 /// The live count never exceeds `per_round`, yet the pool must not grow
 /// without bound.
@@ -83,14 +85,32 @@ fn insert_many_reuses_slots_freed_on_other_stripes() {
     );
 }
 
+/// What a [`PanicsOnDrop`] panics with: the panics its test expects, kept
+/// quiet (`common::quiet_panics`).
+const PANICS_ON_DROP: &str = "PanicsOnDrop";
+
 /// A value whose `Drop` panics.
 struct PanicsOnDrop(#[allow(dead_code)] u32);
 
 impl Drop for PanicsOnDrop {
     fn drop(&mut self) {
-        panic!("PanicsOnDrop");
+        panic!("{PANICS_ON_DROP}");
     }
 }
+
+/// The name libtest gives this module's test `name`: its module path
+/// without the binary's name (`regressions::name` in the `api` binary), as
+/// `--exact` needs it to re-run that one test in a child process.
+fn test_name(name: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// How a child process that ran its scenario to the end exits: a child
+/// whose `--exact` name matched no test exits with 0, having run nothing.
+const CHILD_RAN: i32 = 42;
 
 /// Runs `scenario` in a child process (this test binary, re-executed on the
 /// one test) and returns whether the child ended by a signal (an abort).
@@ -98,7 +118,7 @@ fn aborts_in_child(test_name: &str, scenario: impl FnOnce()) -> bool {
     const KEY: &str = "HANDLE_POOL_REVIEW_CHILD";
     if std::env::var_os(KEY).is_some() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(scenario));
-        std::process::exit(0);
+        std::process::exit(CHILD_RAN);
     }
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
@@ -107,6 +127,10 @@ fn aborts_in_child(test_name: &str, scenario: impl FnOnce()) -> bool {
         .unwrap();
     use std::os::unix::process::ExitStatusExt;
     eprintln!("child status: {status:?}");
+    assert!(
+        status.signal().is_some() || status.code() == Some(CHILD_RAN),
+        "the child did not run {test_name}: {status:?}"
+    );
     status.signal().is_some()
 }
 
@@ -118,14 +142,14 @@ fn aborts_in_child(test_name: &str, scenario: impl FnOnce()) -> bool {
 /// odd one out: two panicking values abort instead of unwinding.
 #[test]
 fn clear_with_two_panicking_drops_unwinds_once() {
+    // The values' panics are expected, here and in the children (which print
+    // theirs: the abort child runs with `--nocapture`).
+    let _quiet = common::quiet_panics(PANICS_ON_DROP);
+    let name = test_name("clear_with_two_panicking_drops_unwinds_once");
     // Control: the pool's drop with the same two values unwinds normally.
     if std::env::var_os("HANDLE_POOL_REVIEW_CONTROL").is_none() {
         let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "clear_with_two_panicking_drops_unwinds_once",
-                "--test-threads=1",
-            ])
+            .args(["--exact", &name, "--test-threads=1"])
             .env("HANDLE_POOL_REVIEW_CONTROL", "1")
             .env("HANDLE_POOL_REVIEW_CHILD", "1")
             .status()
@@ -135,6 +159,11 @@ fn clear_with_two_panicking_drops_unwinds_once() {
             status.signal().is_none(),
             "control (pool drop) aborted: {status:?}"
         );
+        assert_eq!(
+            status.code(),
+            Some(CHILD_RAN),
+            "the control child did not run {name}"
+        );
     }
     if std::env::var_os("HANDLE_POOL_REVIEW_CONTROL").is_some() {
         let _ = std::panic::catch_unwind(|| {
@@ -143,9 +172,9 @@ fn clear_with_two_panicking_drops_unwinds_once() {
             pool.insert(PanicsOnDrop(2));
             drop(pool);
         });
-        std::process::exit(0);
+        std::process::exit(CHILD_RAN);
     }
-    let aborted = aborts_in_child("clear_with_two_panicking_drops_unwinds_once", || {
+    let aborted = aborts_in_child(&name, || {
         let mut pool = HandlePool::new();
         pool.insert(PanicsOnDrop(1));
         pool.insert(PanicsOnDrop(2));

@@ -3,8 +3,7 @@
 
 use handle_pool::{pin, Handle, HandlePool};
 
-mod common;
-use common::{Alive, Counted};
+use crate::common::{Alive, Counted};
 
 #[test]
 fn collect_extend_into_iter_and_get_disjoint_mut() {

@@ -1,13 +1,18 @@
 //! Tools the integration tests share: values that count their drops, the
 //! small pool configurations, one deterministic generator, a thread that
-//! holds reclamation back with a guard, and the operation strategy of the model tests.
-//! Each test file includes this with `mod common;`.
+//! holds reclamation back with a guard, the operation strategy of the model
+//! tests, and a panic hook that keeps expected panics quiet.
+//! Each test binary (`tests/<binary>.rs`) includes this once with
+//! `mod common;`; its modules (`tests/<binary>/<module>.rs`) use it as
+//! `crate::common`.
 
 // Each test binary uses only some of these tools.
 #![allow(dead_code)]
 
+use std::any::Any;
+use std::panic;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex, Once, PoisonError};
 use std::thread;
 
 use handle_pool::{pin, Config, Handle, HandlePool};
@@ -426,5 +431,71 @@ pub fn churn_on(pool: &HandlePool<u64>, first: u64, pairs: usize, window: usize,
     }
     for (h, _) in live {
         assert!(pool.remove(h));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Expected panics, kept quiet.
+
+/// The messages of the panics kept quiet now, one entry per live
+/// [`QuietPanics`].
+static QUIET: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+/// Keeps quiet, until the returned value is dropped, every panic whose
+/// message is exactly `marker`, on any thread: for panics a passing test
+/// expects (a test's own values panicking in `Drop`, in a child process
+/// that prints its output), so that a passing run prints no panic. Choose a
+/// marker no other panic uses. Every other panic goes to the hook that was
+/// installed before (the default one, which prints it, into the test's
+/// captured output).
+///
+/// The panic hook is process-wide and tests run at the same time: it is
+/// installed once, the first time, and never taken down or replaced, so no
+/// test can restore a hook out of order or lose another's markers. A
+/// marker counts while any [`QuietPanics`] for it lives.
+pub fn quiet_panics(marker: &'static str) -> QuietPanics {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !is_quiet(info.payload()) {
+                previous(info);
+            }
+        }));
+    });
+    QUIET
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(marker);
+    QuietPanics { marker }
+}
+
+/// Whether a panic's payload is a message kept quiet now.
+fn is_quiet(payload: &(dyn Any + Send)) -> bool {
+    let message = match payload.downcast_ref::<&'static str>() {
+        Some(message) => Some(*message),
+        None => payload.downcast_ref::<String>().map(String::as_str),
+    };
+    message.is_some_and(|message| {
+        QUIET
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&message)
+    })
+}
+
+/// Keeps the panics with its marker quiet while it lives (see
+/// [`quiet_panics`]).
+#[must_use = "the panics are kept quiet only while this lives"]
+pub struct QuietPanics {
+    marker: &'static str,
+}
+
+impl Drop for QuietPanics {
+    fn drop(&mut self) {
+        let mut quiet = QUIET.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = quiet.iter().position(|&m| m == self.marker) {
+            quiet.swap_remove(at);
+        }
     }
 }

@@ -2,13 +2,18 @@
 //! ordering that makes an inserted value visible to the thread that looks it
 //! up is the pool's own (the `Release` store that publishes a slot, the
 //! `Acquire` load in `get`). A weaker publish shows up here as a torn value,
-//! and under ThreadSanitizer (`ci/sanitize.sh tsan`) as a data race.
+//! and under ThreadSanitizer (`.ci/sanitize.sh tsan`) as a data race.
+//!
+//! Each test holds the binary's `serial()` lock, as the stress tests do:
+//! its spinning threads would otherwise run on top of theirs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Handle, HandlePool};
+
+use crate::serial;
 
 /// A value whose halves must agree: a reader that sees only part of a
 /// write sees them disagree.
@@ -82,10 +87,12 @@ fn handoff(consumers: usize, run_for: Duration) {
 
 #[test]
 fn handed_over_handles_show_whole_values_1_reader() {
+    let _serial = serial();
     handoff(1, Duration::from_millis(300));
 }
 
 #[test]
 fn handed_over_handles_show_whole_values_3_readers() {
+    let _serial = serial();
     handoff(3, Duration::from_millis(300));
 }

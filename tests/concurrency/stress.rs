@@ -1,7 +1,8 @@
 //! Multi-threaded stress with std threads: ownership checks under churn,
 //! racing removes, readers holding references across removes, and bounded
 //! memory under insert/remove churn. Bounded in time; the `#[ignore]`d
-//! variants run longer (`cargo test --release --test stress -- --ignored`).
+//! variants run longer
+//! (`cargo test --release --test concurrency stress:: -- --ignored`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Config, Handle, HandlePool};
 
-mod common;
-use common::Rng;
+use crate::common::{self, Rng};
+use crate::serial;
 
 /// A value tagged with its inserting thread and a per-thread counter. The
 /// boxed check word makes a read of a freed or reused value likely to show.
@@ -37,17 +38,6 @@ impl Tag {
     fn is(&self, thread: usize, n: u64) -> bool {
         self.thread == thread && self.n == n && *self.check == n ^ MAGIC ^ thread as u64
     }
-}
-
-/// The tests here each start up to 16 threads; on a small machine, running
-/// them at the same time would mostly measure the oversubscription. Each
-/// test holds this lock, so they run one after another.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What one worker leaves behind.
@@ -230,7 +220,7 @@ fn ownership_8_threads() {
 }
 
 #[test]
-#[ignore = "long stress: cargo test --release --test stress -- --ignored"]
+#[ignore = "long stress: cargo test --release --test concurrency stress:: -- --ignored"]
 fn ownership_long() {
     let _serial = serial();
     for threads in [2, 4, 8, 16] {
@@ -450,7 +440,7 @@ fn churn_reuses_slots() {
 /// long enough, at 196,544 to 393,152; with quiet-stripe transfers, 6,080
 /// (the same run on the commit before: 14,272).
 #[test]
-#[ignore = "long stress: cargo test --release --test stress -- --ignored"]
+#[ignore = "long stress: cargo test --release --test concurrency stress:: -- --ignored"]
 fn churn_keeps_capacity_bounded_long() {
     let _serial = serial();
     for threads in [2, 8, 32] {

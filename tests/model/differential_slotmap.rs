@@ -248,7 +248,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
-    #[ignore = "heavier variant: cargo test --test differential_slotmap -- --ignored"]
+    #[ignore = "heavier variant: cargo test --test model differential_slotmap:: -- --ignored"]
     fn same_results_as_slotmap_heavy(ops in prop::collection::vec(op(), 1..2000)) {
         run(&ops);
     }

@@ -27,8 +27,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use handle_pool::{pin, Handle, HandlePool, ReferenceTable, MAX_GENERATION, MAX_INDEX};
 use proptest::prelude::*;
 
-mod common;
-use common::{Op, Target};
+use crate::common::{self, Op, Target};
 
 /// Mostly one-at-a-time operations, some batches.
 fn op() -> impl Strategy<Value = Op> {
@@ -587,7 +586,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
-    #[ignore = "heavier variant: cargo test --test model -- --ignored"]
+    #[ignore = "heavier variant: cargo test --test model model:: -- --ignored"]
     fn heavy_model_all_configurations(ops in prop::collection::vec(op(), 1..1000)) {
         run(default_model(), &ops);
         run(tiny_model(2), &ops);

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Handle, HandlePool};
 
-mod common;
-use common::{predictable, Log, Rng, Tracked};
+use crate::common::{predictable, Log, Rng, Tracked};
 
 /// Slot `i` of a pool of `n` slots, half of them removed (the odd ones).
 fn half_removed(n: u32) -> (HandlePool<u32>, Vec<Handle>, Vec<Handle>) {

@@ -2,14 +2,13 @@
 //! as `get` and `contains` do, for every handle, including those whose
 //! slots were committed after the reader was made.
 
-mod common;
-
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Alive, Rng};
 use handle_pool::{new_handle_type, Config, Handle, HandlePool};
+
+use crate::common::{self, Alive, Rng};
 
 /// The storages a reader must read: the default flat region, a small region
 /// whose later slots live in buckets, and buckets alone.
@@ -213,7 +212,7 @@ fn a_reader_takes_the_pools_handle_type() {
 /// removes; another looks up through one reader made before: it finds
 /// every value published to it that was not removed, and never a value
 /// other than the handle's own. The handles travel through atomics, not a
-/// lock: std's locks are invisible to ThreadSanitizer (`ci/tsan.supp`).
+/// lock: std's locks are invisible to ThreadSanitizer (`.ci/tsan.supp`).
 #[test]
 fn a_reader_racing_inserts_and_removals() {
     const VALUES: usize = 50_000;

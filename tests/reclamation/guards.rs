@@ -7,19 +7,15 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use handle_pool::{pin, Guard, HandlePool};
 
-/// Held by every test here: a guard anywhere in the process holds back
-/// every pool's batches sealed after it was pinned, so these tests, which
-/// check when values are dropped, must not overlap.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+// Held by every test here (the binary's lock, which the reclamation tests
+// hold too): a guard anywhere in the process holds back every pool's
+// batches sealed after it was pinned, so these tests, which check when
+// values are dropped, must not overlap.
+use crate::serial;
 
 /// Records its drop.
 struct Flagged(Arc<AtomicBool>);

@@ -5,26 +5,18 @@
 //! is freed at once; and memory under churn stays within `4 × live + 1024`.
 //!
 //! These tests depend on reclamation, which a guard held anywhere in the
-//! process holds back, for every pool: they take `SERIAL` so that none of
-//! them runs while another holds a guard.
-
-mod common;
+//! process holds back, for every pool: they take the binary's `serial()`
+//! lock so that none of them runs while another holds a guard.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::mpsc;
 use std::thread;
 
-use common::{Alive, Counted, PinnedThread};
 use handle_pool::{pin, Config, HandlePool, PoolHandle};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use crate::common::{self, Alive, Counted, PinnedThread};
+use crate::serial;
 
 /// Counts the bytes allocated and not yet freed, process-wide.
 struct Counting;

@@ -1,0 +1,15 @@
+//! Random operation sequences checked against an oracle: the proptest model
+//! against `ReferenceTable` (`model`) and the differential test against
+//! `slotmap::SlotMap` (`differential_slotmap`).
+//!
+//! proptest keeps the failing cases it finds next to the source file of the
+//! test (`tests/model/<module>.proptest-regressions`) and replays them first.
+
+mod common;
+
+// This binary's modules live in `tests/model/` (a crate root's modules would
+// be looked for next to it, in `tests/`).
+#[path = "model/differential_slotmap.rs"]
+mod differential_slotmap;
+#[path = "model/model.rs"]
+mod model;

@@ -1,0 +1,28 @@
+//! When removed values are dropped: reclamation that is prompt, live and
+//! bounded, memory under churn (`reclamation`, with a global allocator that
+//! counts live bytes), and guards at the edges of a thread's life
+//! (`guards`).
+//!
+//! A guard held anywhere in the process holds back every pool's
+//! reclamation, and the allocator counts every thread's bytes: every test
+//! here holds [`serial`], so none runs while another holds a guard or
+//! allocates.
+
+use std::sync::{Mutex, MutexGuard};
+
+mod common;
+
+// This binary's modules live in `tests/reclamation/` (a crate root's modules would
+// be looked for next to it, in `tests/`).
+#[path = "reclamation/guards.rs"]
+mod guards;
+#[path = "reclamation/reclamation.rs"]
+mod reclamation;
+
+/// Held by every test in this binary, for as long as it runs.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
