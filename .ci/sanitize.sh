@@ -38,7 +38,7 @@ export CARGO_INCREMENTAL=0
 # 32-thread one): instrumented code runs several times slower and
 # `crossbeam_sanitize` shrinks crossbeam's bags to 4, so under a sanitizer
 # the test would measure the sanitizer. The sanitizers still run the rest of
-# tests/reclamation.rs, and every other test.
+# tests/reclamation/reclamation.rs, and every other test.
 skip_bound=capacity_after_churn_at_two_threads_stays_within_the_bound
 skip_long_bound=churn_keeps_capacity_bounded_long
 
@@ -49,7 +49,7 @@ asan() {
     export CARGO_TARGET_DIR=target/asan
     cargo test --target "$target" --tests -- --skip "$skip_bound"
     # The multi-threaded stress tests' long variants.
-    cargo test --target "$target" --test stress -- --ignored --skip "$skip_long_bound"
+    cargo test --target "$target" --test concurrency stress:: -- --ignored --skip "$skip_long_bound"
     unset RUSTFLAGS ASAN_OPTIONS LSAN_OPTIONS CARGO_TARGET_DIR
 }
 
@@ -69,7 +69,7 @@ tsan() {
     # One test at a time: reports then name one test, and 16-thread stress
     # tests do not run on top of each other.
     cargo test --target "$target" --tests -- --test-threads=1 "${skip[@]}"
-    cargo test --target "$target" --test stress -- --ignored --test-threads=1 "${skip[@]}"
+    cargo test --target "$target" --test concurrency stress:: -- --ignored --test-threads=1 "${skip[@]}"
     unset RUSTFLAGS TSAN_OPTIONS CARGO_TARGET_DIR
 }
 
