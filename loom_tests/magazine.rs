@@ -197,9 +197,10 @@ fn full_pool_takes_magazine_slots(name: &str, config: Config) {
 /// One stripe: the main thread (number 0) owns its magazine, the spawned
 /// thread (number 1) shares the stripe without one. Three free slots wait on
 /// the stripe's shared list. The spawned thread pops one with a CAS while
-/// the main thread, its magazine empty, takes the whole list into it with
-/// one CAS that does not walk it: each slot is handed out once, and none is
-/// lost (the teardown fills every slot and reads every value back).
+/// the main thread, its magazine empty, refills it with a run of at most a
+/// batch (here all three: the batch is 4), walked and taken with one CAS,
+/// its last link cut: each slot is handed out once, and none is lost (the
+/// teardown fills every slot and reads every value back).
 #[test]
 fn a_refill_racing_a_shared_pop_hands_each_slot_out_once() {
     refill_races_shared_pop(
@@ -225,6 +226,55 @@ fn a_refill_racing_a_shared_pop_hands_each_slot_out_once_in_the_flat_region() {
             ..Config::tiny(8, 4)
         }),
     );
+}
+
+/// One stripe, batches of 2, three free slots on the shared list: the
+/// main thread (owning the magazine) inserts three values, so its refill
+/// takes a run of two and cuts the run's last link, and its third insert
+/// refills again; the spawned thread, without a magazine, pops off the
+/// shared list meanwhile. The third slot stays on the shared list after
+/// the first refill, so either thread may take it, but only one: a
+/// magazine that ran past its run into the shared list (the link not cut)
+/// would hand it out twice.
+#[test]
+fn a_refill_of_a_batch_leaves_the_rest_on_the_shared_list() {
+    Model {
+        config: Config {
+            stripes: 1,
+            magazines: true,
+            ..Config::tiny(8, 2)
+        },
+        values: 7,
+        setup: setup(|pool, r| {
+            for id in 0..3 {
+                r.insert(pool, id);
+            }
+            for id in 0..3 {
+                r.remove(pool, id);
+            }
+            // Frees all three at once onto the shared list.
+            pool.reclaim();
+        }),
+        // The last step runs on the main thread, number 0: the owner.
+        threads: vec![
+            step(|pool, r| {
+                r.insert(pool, 6);
+            }),
+            step(|pool, r| {
+                r.insert(pool, 3);
+                r.insert(pool, 4);
+                r.insert(pool, 5);
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            let mut indices: Vec<u32> = (3..7).map(|id| r.handle(id).index()).collect();
+            indices.sort_unstable();
+            indices.dedup();
+            assert_eq!(indices.len(), 4, "each slot handed out once");
+            r.observe_all(pool);
+        }),
+    }
+    .check("a_refill_of_a_batch_leaves_the_rest_on_the_shared_list");
 }
 
 fn refill_races_shared_pop(name: &str, config: Config) {

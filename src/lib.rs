@@ -8,6 +8,7 @@ mod announce;
 mod collect;
 mod config;
 mod error;
+mod events;
 mod guard;
 mod handle;
 mod hint;
@@ -46,6 +47,11 @@ pub use collect::IntoIter;
 #[doc(hidden)]
 pub use config::Config;
 pub use error::CapacityError;
+/// Counts of slow-path events for this crate's own tools (feature
+/// `testing`; not part of the stable API).
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub use events::{snapshot as event_counts, snapshot_here as event_counts_here, Event};
 pub use guard::{pin, Guard};
 pub use handle::{Handle, PoolHandle, MAX_GENERATION, MAX_INDEX};
 pub use iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};

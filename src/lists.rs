@@ -175,32 +175,6 @@ impl FreeList {
         }
     }
 
-    /// Takes every slot off the list at once, without walking it: returns
-    /// the first (the rest follow its links to `NIL`), or `None` if empty.
-    /// The caller owns the chain. The tag rises by one, as for a pop, so a
-    /// popper that read the old head fails its CAS even if that head is
-    /// pushed back later (the ABA case); the caller counts that step (see
-    /// `Section::refill`).
-    pub(crate) fn take_all(&self) -> Option<u32> {
-        // Acquire: as in `pop`; it covers the links of the whole chain (every
-        // push is in the head's release sequence).
-        let mut head = self.word.load(Ordering::Acquire);
-        loop {
-            if low(head) == NIL {
-                return None;
-            }
-            let new = pack(high(head).wrapping_add(1), NIL);
-            // Acquire on both outcomes: as in `pop`.
-            match self
-                .word
-                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
-            {
-                Ok(_) => return Some(low(head)),
-                Err(actual) => head = actual,
-            }
-        }
-    }
-
     /// Pushes the chain the caller owns from `first` to the slot whose link
     /// is `NIL`: onto an empty list as it is, its `NIL` the list's end
     /// ([`push_if_empty`](Self::push_if_empty)); else walked to its last

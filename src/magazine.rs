@@ -1,8 +1,8 @@
 #![doc = include_str!("../docs/magazine.md")]
 
-use crate::lists::{FreeList, RemovalBatch, SealedBatch};
+use crate::lists::{Chain, FreeList, RemovalBatch, SealedBatch};
 use crate::membarrier::{heavy_fence, light_fence};
-use crate::slot::{Slot, SlotWord};
+use crate::slot::{Slot, SlotWord, NIL};
 use crate::storage::Storage;
 use crate::sync::{yield_now, AtomicU64, Ordering};
 
@@ -14,8 +14,9 @@ pub(crate) struct Magazine {
     revoking: AtomicU64,
     free: FreeList,
     removals: RemovalBatch,
-    /// Refills from the stripe's shared list, mod 2^32: each raised that
-    /// list's pop count by one without an insert (see [`Section::refill`]).
+    /// Slots refilled from the stripe's shared list, mod 2^32: each raised
+    /// that list's pop count by one without an insert (see
+    /// [`Section::refill`]).
     refilled: AtomicU64,
     /// The counts when a sweep last looked ([`Magazine::idle_and_holding`]).
     swept: AtomicU64,
@@ -134,9 +135,11 @@ impl Magazine {
                 return None;
             }
             waited += 1;
+            crate::events::count(crate::events::Event::Yield);
             yield_now();
         }
         let revoked = Revoked { magazine: self };
+        crate::events::count(crate::events::Event::Revoke);
         if !heavy_fence() {
             return None;
         }
@@ -147,6 +150,7 @@ impl Magazine {
                 return None; // `revoked` drops: the owner keeps it.
             }
             waited += 1;
+            crate::events::count(crate::events::Event::Yield);
             yield_now();
         }
         Some(revoked)
@@ -188,17 +192,27 @@ impl Section<'_> {
         &self.magazine.removals
     }
 
-    /// Fills the owned free list, which must be empty, with the chain
-    /// starting at `first`, which the caller took off the stripe's shared
-    /// list with [`FreeList::take_all`]. That take raised the shared list's
-    /// pop count by one without an insert: counted here as refilled.
-    pub(crate) fn refill(&self, first: u32) {
+    /// Fills the owned free list, which must be empty, with `run`: `count`
+    /// slots the caller popped off the stripe's shared list with
+    /// [`FreeList::pop_run`]. The run's last slot still links to the next
+    /// slot of the shared list: the link is cut here. Those pops raised the
+    /// shared list's pop count without an insert: counted here as refilled.
+    pub(crate) fn refill<T>(&self, storage: &Storage<T>, run: Chain, count: u32) {
+        let last = storage.slot(run.last);
+        // Relaxed: the run is this thread's since the pop's CAS, whose
+        // Acquire made its words visible; the magazine's list is read by
+        // its owner, or by a revoker after the handshake.
+        let word = SlotWord::from_bits(last.word.load(Ordering::Relaxed));
+        last.word
+            .store(word.with_link(NIL).to_bits(), Ordering::Relaxed);
         let refilled = &self.magazine.refilled;
         refilled.store(
-            refilled.load(Ordering::Relaxed).wrapping_add(1),
+            refilled
+                .load(Ordering::Relaxed)
+                .wrapping_add(u64::from(count)),
             Ordering::Relaxed,
         );
-        self.magazine.free.fill_owned(first);
+        self.magazine.free.fill_owned(run.first);
     }
 }
 

@@ -21,6 +21,7 @@ pub(crate) fn light_fence() {
 /// The heavy half (see [`light_fence`]); `false` if the system refused it,
 /// in which case nothing may be concluded from it.
 pub(crate) fn heavy_fence() -> bool {
+    crate::events::count(crate::events::Event::HeavyFence);
     #[cfg(all(test, handle_pool_loom))]
     {
         loom::sync::atomic::fence(Ordering::SeqCst);

@@ -183,6 +183,7 @@ impl Reclaimer {
     /// "Grace by announcement" in the module docs) and puts it on the
     /// stripe's sealed list, where any thread's reclamation finds it.
     pub(crate) fn seal(&self, stripe: StripeIndex, batch: SealedBatch) {
+        crate::events::count(crate::events::Event::Seal);
         let position = announce::seal_position();
         let mut sealed = OwnedBatches::new();
         sealed.add(Box::new(SealedNode {
@@ -236,6 +237,7 @@ impl Reclaimer {
         if batches.lowest.load(Ordering::Relaxed) == NONE_SEALED {
             return reclaimed;
         }
+        crate::events::count(crate::events::Event::ReclaimScan);
         let horizon = self.horizon();
         // Relaxed: a hint; the take below judges every batch it finds.
         if batches.lowest.load(Ordering::Relaxed) >= horizon {

@@ -175,6 +175,7 @@ impl Stripes {
     /// each back-pressure yield (see `raw`), so an idle stripe is found
     /// quiet within about two of those intervals.
     pub(crate) fn note_inserts(&self) {
+        crate::events::count(crate::events::Event::NoteInserts);
         for stripe in self.stripes.iter() {
             stripe.note_inserts();
         }
@@ -253,6 +254,11 @@ impl Stripes {
         let home = self.home_of(id);
         let owned = id.is_some_and(|id| id < self.owners);
         (home, owned.then(|| &*self.stripes[home.0].magazine))
+    }
+
+    /// How many stripes there are.
+    pub(crate) fn count(&self) -> usize {
+        self.stripes.len()
     }
 
     /// Whether the stripes' magazines are in use.

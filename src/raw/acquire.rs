@@ -41,8 +41,8 @@ impl<T> RawPool<T> {
     }
 
     /// Pops a slot off the calling thread's own magazine, refilling it
-    /// first, if empty, with everything on the home stripe's shared list;
-    /// `None` if both are empty or a revoker holds the magazine.
+    /// first, if empty, with a run of at most a batch off the home stripe's
+    /// shared list; `None` if both are empty or a revoker holds the magazine.
     #[inline(always)]
     pub(super) fn pop_from_magazine(
         &self,
@@ -54,10 +54,17 @@ impl<T> RawPool<T> {
             match section.free_list().pop_owned(&self.storage) {
                 Some(found) => found,
                 None => {
-                    // The whole shared list, with one CAS and no walk: a walk
-                    // is a chain of dependent loads, each a miss when another
-                    // thread touched the slot's line last.
-                    section.refill(self.stripes[home].free.take_all()?);
+                    // At most a batch, with one CAS: the rest of the shared
+                    // list stays where other threads look, so a slow owner
+                    // never holds its stripe's free slots from them, and a
+                    // magazine holds at most a batch free whatever its
+                    // owner does next. The walk visits the slots this
+                    // thread pops next anyway.
+                    let (run, count) = self.stripes[home]
+                        .free
+                        .pop_run(&self.storage, self.config.batch)?;
+                    section.refill(&self.storage, run, count);
+                    crate::events::count(crate::events::Event::Refill);
                     section.free_list().pop_owned(&self.storage)?
                 }
             }
@@ -93,10 +100,12 @@ impl<T> RawPool<T> {
     /// (see the `stripe` module docs).
     #[cold]
     pub(super) fn acquire_slow(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
-        if let Some(found) = self.find_reusable(home) {
-            return Some(found);
-        }
-        if let Some(found) = self.acquire_fresh(home, self.config.fresh_block) {
+        crate::events::count(crate::events::Event::AcquireSlow);
+        let grow = match self.find_reusable(home) {
+            Ok(found) => return Some(found),
+            Err(grow) => grow,
+        };
+        if let Some(found) = self.acquire_fresh(home, grow.0) {
             return Some(found);
         }
         self.last_resort(home)
@@ -127,6 +136,7 @@ impl<T> RawPool<T> {
                     .stripes
                     .move_run(&self.storage, other, home, self.config.batch);
             if moved || self.reclaim_into(other, home) {
+                crate::events::count(crate::events::Event::TakeFromOther);
                 if let Some(found) = self.pop_from(home) {
                     return Some(found);
                 }
@@ -223,6 +233,7 @@ impl<T> RawPool<T> {
         let max = self.config.max_slots as u64;
         // Relaxed: the counter only hands out disjoint ranges; the slots are
         // published through the bucket pointers.
+        crate::events::count(crate::events::Event::Fresh);
         let start = self.fresh.fetch_add(count as u64, Ordering::Relaxed);
         if start >= max {
             return None;

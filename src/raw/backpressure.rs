@@ -26,13 +26,30 @@ pub(super) const BEHIND_ROUNDS: usize = 64;
 /// away for, short against a guard held for a frame or more.
 pub(super) const BOUND_PATIENCE: Duration = Duration::from_millis(10);
 
+/// How many fresh slots an insert takes when nothing reusable is found.
+pub(super) struct Grow(pub(super) u32);
+
 impl<T> RawPool<T> {
     /// A reusable slot from anywhere, in order of cost (see `acquire_slow`);
-    /// `None` if growing is the only way left.
-    pub(super) fn find_reusable(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
+    /// when growing is the only way left, how many fresh slots to take.
+    ///
+    /// In order: the home stripe's ready batches; a quiet stripe's slots;
+    /// then, only if reclamation is behind (growing would be growth the
+    /// live count does not explain), any stripe's free slots or ready
+    /// batches, since nothing needs waiting for while some stripe has them;
+    /// then, only for a caller that holds no reclamation back, the waits:
+    /// a few rounds that give the CPU away, and the wait at the bound. A
+    /// caller that holds reclamation back (a guard or a `Reader` of its
+    /// own, a one-call read, a reclamation running a value's `Drop`) waits
+    /// for nobody: what it would wait for may be what it holds back
+    /// itself, and two pinned writers waiting on each other would stall
+    /// both. It grows instead, a batch at a time, so its slow path runs
+    /// once per batch: that growth is the `R × P` term of the bound (see
+    /// `design.md`, "Memory under churn"), memory and not time.
+    pub(super) fn find_reusable(&self, home: StripeIndex) -> Result<Acquired<'_, T>, Grow> {
         if self.reclaim_into(home, home) {
             if let Some(found) = self.pop_from(home) {
-                return Some(found);
+                return Ok(found);
             }
         }
         // A thread that removed nothing it is still waiting for takes a
@@ -46,34 +63,43 @@ impl<T> RawPool<T> {
         // its thread flushes or reclaims, so quiet is not enough. Growing a
         // little costs less, until reclamation is behind.
         if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
-            return Some(found);
+            return Ok(found);
         }
+        let grow = Grow(self.config.fresh_block);
         if !self.reclamation_is_behind() {
-            return None;
+            return Err(grow);
+        }
+        if let Some(found) = self.take_from_others(home, Take::Any) {
+            return Ok(found);
+        }
+        if self.reclaimer.held_back_here() {
+            return Err(Grow(self.config.batch.max(self.config.fresh_block)));
         }
         // Growing now would be growth the live count does not explain, while
         // removed slots wait for a reader on a thread preempted while it
-        // holds a guard, for a whole time slice, or sit in the
-        // hands of a thread preempted while it reclaims them (nothing
-        // sealed then, and nothing to see). Give the CPU away a few times,
-        // so that thread can run, looking again each time. Meanwhile the
-        // home stripe is not quiet: what it waits for is its own. (Even a
-        // thread holding a guard itself gains by this: what was sealed
-        // before its guard is not held back by it.)
+        // holds a guard, for a whole time slice, or sit in the hands of a
+        // thread preempted while it reclaims them (nothing sealed then, and
+        // nothing to see). Give the CPU away a few times, so that thread
+        // can run, looking again each time. Meanwhile the home stripe is
+        // not quiet: what it waits for is its own.
         let _waiting = self.stripes[home].waiting();
         for _ in 0..BEHIND_ROUNDS {
-            if let Some(found) = self.round_behind(home, Take::QuietOnly, yield_now) {
-                return Some(found);
+            let pause = || {
+                crate::events::count(crate::events::Event::Yield);
+                yield_now();
+            };
+            if let Some(found) = self.round_behind(home, Take::QuietOnly, pause) {
+                return Ok(found);
             }
             if !self.reclamation_is_behind() {
-                return None;
+                return Err(grow);
             }
         }
         // Still behind: busy stripes' slots too, rather than grow.
         if let Some(found) = self.take_from_others(home, Take::Any) {
-            return Some(found);
+            return Ok(found);
         }
-        self.wait_at_bound(home)
+        self.wait_at_bound(home).ok_or(grow)
     }
 
     /// One round of back-pressure (see `find_reusable`): looks for a
@@ -84,6 +110,7 @@ impl<T> RawPool<T> {
         take: Take,
         pause: impl FnOnce(),
     ) -> Option<Acquired<'_, T>> {
+        crate::events::count(crate::events::Event::BehindRound);
         // Our own batches first, without giving the CPU away: they are
         // reusable unless a reader holds them back. A partial batch is
         // sealed, to wait for. Only a thread with nothing of its own on the
@@ -194,10 +221,15 @@ impl<T> RawPool<T> {
     }
 
     /// The slots in use the pool promises to stay within under churn with
-    /// no guard held long: `4 × live + 1024` (see `design.md`, "Memory
-    /// under churn").
+    /// no guard held long: `4 × live + 1024`, plus two batches for each
+    /// thread that uses pools, up to one per stripe: its magazine's open
+    /// removal batch and its free run, which are in flight by design (see
+    /// `design.md`, "Memory under churn"). Without that term, sixteen
+    /// threads churning a few live values each were always "behind", and
+    /// every insert's slow path waited for what nobody held back.
     pub(super) fn promised_slots(&self) -> u64 {
-        4 * self.len() as u64 + 1024
+        let threads = crate::thread_id::numbered().min(self.stripes.count()) as u64;
+        4 * self.len() as u64 + 1024 + 2 * u64::from(self.config.batch) * threads
     }
 }
 
@@ -255,6 +287,7 @@ impl Patience {
             if now >= until {
                 return false;
             }
+            crate::events::count(crate::events::Event::Nap);
             std::thread::sleep(self.nap.min(until - now));
             self.nap = (self.nap * 2).min(Self::LONGEST_NAP);
             true

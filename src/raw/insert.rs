@@ -347,7 +347,7 @@ impl<T> RawPool<T> {
         let run = popped()
             .or_else(|| self.reclaim_into(home, home).then(popped).flatten())
             .or_else(|| {
-                let single = self.find_reusable(home)?;
+                let single = self.find_reusable(home).ok()?;
                 Some(Run::Popped {
                     next: single.index,
                     count: 1,

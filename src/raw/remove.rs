@@ -90,6 +90,7 @@ impl<T> RawPool<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn remove_slow(&self, handle: Handle, route: Route) -> bool {
+        crate::events::count(crate::events::Event::RemoveSlow);
         let Some(slot) = self.storage.find(handle.index()) else {
             return false;
         };

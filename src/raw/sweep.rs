@@ -65,6 +65,7 @@ impl<T> RawPool<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn sweep(&self, from: StripeIndex, turn: u32) {
+        crate::events::count(crate::events::Event::Sweep);
         let target = self.stripes.sweep_target(from, turn);
         let stripe = &self.stripes[target];
         let word = stripe.removals.word();
