@@ -1,4 +1,4 @@
-//! Loom model tests; compiled only with `--cfg handle_pool_loom` (see `ci/loom.sh`).
+//! Loom model tests; compiled only with `--cfg handle_pool_loom` (see `.ci/loom.sh`).
 //!
 //! Each model runs a tiny pool (buckets of 1, 2, 4… slots, one fresh slot at
 //! a time, batches of 1 or 2) through a sequential setup, two or three

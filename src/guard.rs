@@ -6,8 +6,8 @@
 //! [`iter`](crate::HandlePool::iter) always holds reclamation off: the type
 //! proves it, and lookups check nothing at run time. (A crossbeam `Guard`
 //! could be unprotected or pin another collector; checking that on every
-//! lookup cost three instructions of about twenty.) It also pins
-//! crossbeam-epoch's default collector, for the crossbeam structures a
+//! lookup cost a good share of its instructions: docs/perf/0009.) It also
+//! pins crossbeam-epoch's default collector, for the crossbeam structures a
 //! caller protects with the same guard.
 
 use core::fmt;

@@ -32,7 +32,7 @@ mod stripe;
 mod sync;
 mod thread_id;
 
-// The loom models run as this library's unit tests (see `ci/loom.sh`), so
+// The loom models run as this library's unit tests (see `.ci/loom.sh`), so
 // loom is only a dev-dependency; the models name the crate `handle_pool`.
 #[cfg(all(test, handle_pool_loom))]
 extern crate self as handle_pool;

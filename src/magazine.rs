@@ -114,8 +114,8 @@ impl Magazine {
         // over goes through the full handshake below). An owner preempted
         // inside a section looks idle to every sweep until it runs again,
         // and each sweep paid a heavy fence to find it still there: with 8
-        // threads churning on 2 cores, a tenth of the run was spent in
-        // `membarrier` (BENCHES.md, "Sweeps that do not wait do not fence").
+        // threads churning on 2 cores, a good part of the run was spent in
+        // `membarrier` (docs/perf/0025).
         if patience == 0 && self.active.load(Ordering::Relaxed) != 0 {
             return None;
         }
@@ -230,7 +230,7 @@ impl Revoked<'_> {
     /// sweep saw the counts as they were, it now sees them as they are, so
     /// the next sweep still finds an idle owner idle and empties its
     /// magazine. (Otherwise a full pool revoked an exited owner's magazine,
-    /// a heavy fence, for every insert: 12 µs each against 0.5.)
+    /// a heavy fence, for every insert: far more than the insert itself.)
     pub(crate) fn pop_free<'a, T>(
         &self,
         storage: &'a Storage<T>,

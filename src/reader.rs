@@ -18,9 +18,8 @@ use crate::storage::View;
 /// starts and how much of it is in use again for every lookup (that count
 /// is an atomic, which the compiler may not keep in a register across a
 /// loop), and a reader reads them when it is made (and at
-/// [`repin`](Self::repin)). A loop of lookups through a reader is a few
-/// instructions shorter per lookup; BENCHES.md ("Lookups through a
-/// reader") has the figures.
+/// [`repin`](Self::repin)). A loop of lookups through a reader is
+/// therefore shorter per lookup; docs/perf/0036 has the figures.
 ///
 /// A reader never misses a value inserted after it was made: a handle past
 /// the storage it saw is looked up in the pool as it is now.
@@ -93,7 +92,7 @@ pub struct Reader<'p, T, H = Handle> {
     /// the reader would live in memory and its view would be loaded again
     /// for every lookup, as through the pool (a reader in `bench_report`'s
     /// harness, which re-pins every 256 operations, measured no faster than
-    /// `get` that way). One allocation per reader.
+    /// `get` that way: docs/perf/0036). One allocation per reader.
     guard: Box<Guard>,
     _handle: PhantomData<fn(H) -> H>,
 }

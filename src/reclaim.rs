@@ -285,8 +285,8 @@ impl Reclaimer {
 /// which every pop treats as `FREE` (same generation, link in the same
 /// bits). There is nothing to drop, and no slot to retire: a removal at
 /// the generation limit retired its slot at once and joined no batch
-/// (`Slot::try_remove_and_retire`). Under one-thread churn this took 13%
-/// of the instructions per insert and remove pair away (BENCHES.md).
+/// (`Slot::try_remove_and_retire`). Under one-thread churn this took a
+/// good share of the work per insert and remove pair away (docs/perf/0012).
 fn reclaim_batch<T>(
     storage: &Storage<T>,
     batch: SealedBatch,

@@ -154,8 +154,8 @@ impl<T> Storage<T> {
     /// `1023 + log2` and the two mantissa bits below it the quarter, so the
     /// twelve bits from bit 50 are `4 * (1023 + log2) + quarter`, which is
     /// `4 * (log2 - 1) + quarter` modulo 256. One conversion and one shift,
-    /// where a bit scan costs several cycles of throughput on x86-64
-    /// without `lzcnt` (`bsr` on AMD Zen) and the shift pair after it more.
+    /// where a bit scan is slow on x86-64 without `lzcnt` (`bsr` on AMD
+    /// Zen) and the shift pair after it adds to that (docs/perf/0004).
     #[inline(always)]
     fn bucket_of(shifted: u64) -> usize {
         debug_assert!((4..1 << 33).contains(&shifted));
@@ -227,7 +227,8 @@ impl<T> Storage<T> {
     ) -> R {
         // Through a view made just now: an index past its count is in a
         // bucket. (A view here, not `flat_slot`: its order of loads keeps
-        // `get` and `contains` at 16 and 15 instructions, `with` at 35.)
+        // `get`, `contains` and `with` no longer than before views existed,
+        // docs/perf/0036.)
         match self.view().flat_slot(index) {
             Some(slot) => found(slot),
             None => self.find_in_buckets(index, found, missing),
@@ -240,7 +241,7 @@ impl<T> Storage<T> {
     /// A loop of lookups through one view keeps the two in registers. Through
     /// the storage itself each lookup loads both again, since the count is
     /// an atomic that only grows and the compiler may not hoist an atomic
-    /// load out of a loop (BENCHES.md, "Lookups through a reader").
+    /// load out of a loop (docs/perf/0036).
     #[inline(always)]
     pub(crate) fn view(&self) -> View<'_, T> {
         // Relaxed: `flat` never changes after construction.
@@ -251,8 +252,8 @@ impl<T> Storage<T> {
             // dangling pointer, or under loom to a `Box`'s: all non-null.
             // Telling the compiler so here, where the pointer is loaded, lets
             // a lookup test `index` alone, not the slot's address for
-            // `None`'s null niche as well (four instructions more per
-            // lookup with this hint in `View::flat_slot` instead).
+            // `None`'s null niche as well (every lookup was longer with
+            // this hint in `View::flat_slot` instead: docs/perf/0036).
             unsafe { core::hint::unreachable_unchecked() }
         }
         View {
@@ -269,8 +270,8 @@ impl<T> Storage<T> {
     ///
     /// The count is tested before `flat` is loaded, so an index past it (a
     /// bucket, or a forged one) pays no load of `flat`: through a view,
-    /// which loads both first, a stale `remove` took 2 instructions more
-    /// and one through buckets 3 (a review's callgrind counts).
+    /// which loads both first, a stale `remove` and one through buckets
+    /// ran more instructions (a review's callgrind counts; docs/perf/0036).
     #[inline(always)]
     pub(crate) fn flat_slot(&self, index: u32) -> Option<&Slot<T>> {
         // Acquire pairs with the Release `fetch_max` in `commit_flat`: the

@@ -220,7 +220,7 @@ impl Stripes {
     ///
     /// A magazine's owner, the thread churn runs on, pays one load of its
     /// number and one comparison; every other thread takes the call out of
-    /// line (callgrind, one-thread churn: BENCHES.md, "A leaner fast path").
+    /// line (callgrind, one-thread churn: docs/perf/0021).
     #[inline]
     pub(crate) fn home_and_magazine(&self) -> (StripeIndex, Option<&Magazine>) {
         match self.own_magazine() {

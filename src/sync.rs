@@ -4,7 +4,7 @@
 //! `thread_id`, `reclaim`.)
 //!
 //! When the library is built as its own unit tests under `--cfg
-//! handle_pool_loom` (see `ci/loom.sh`), everything comes from `loom`, so the
+//! handle_pool_loom` (see `.ci/loom.sh`), everything comes from `loom`, so the
 //! models in `loom_tests/` explore every interleaving of the real code;
 //! otherwise from `std`. (`test` is part of the switch because loom is a
 //! dev-dependency: the library built as a dependency, even of its own tests,

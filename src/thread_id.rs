@@ -94,7 +94,7 @@ mod registry {
     /// Numbers given back by exited threads, and the next never used,
     /// behind a small spin lock of our own. Not `std::sync::Mutex`: std is
     /// not built with ThreadSanitizer here, so TSan cannot see that lock
-    /// and would report the numbers as racing (`ci/tsan.supp` suppresses
+    /// and would report the numbers as racing (`.ci/tsan.supp` suppresses
     /// nothing of ours). The lock is taken twice in a thread's life.
     /// How many numbers were ever handed out: one more than the largest in
     /// use (numbers are reused smallest first), read by [`numbered`].

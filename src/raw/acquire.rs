@@ -183,8 +183,8 @@ impl<T> RawPool<T> {
             // the last look, a sweep's or a full pool's (this one notes the
             // counts too): left in an idle or exited owner's magazine, each
             // later insert revoked it again for one slot, a heavy fence
-            // each (12 µs an insert against 0.5). A busy owner's stay: moved,
-            // they would be in this thread's hands until pushed, where
+            // each, far more than the insert itself. A busy owner's stay:
+            // moved, they would be in this thread's hands until pushed, where
             // neither the owner nor another full pool's insert finds them
             // (loom: `a_full_pool_takes_a_slot_its_owner_would_refill`).
             if magazine.idle_and_holding() {

@@ -57,11 +57,10 @@ impl<T> RawPool<T> {
         // whose own removed slots are on their way keeps to them: taking
         // another stripe's interleaves two threads' slots in memory, and
         // every later operation on either pays for lines the other wrote,
-        // for as long as the slots keep cycling (two churning threads ran at
-        // 50 million pairs per second so, 75–80 without: BENCHES.md, "Slots
-        // stay with their stripe"). A stripe looks quiet for a moment while
-        // its thread flushes or reclaims, so quiet is not enough. Growing a
-        // little costs less, until reclamation is behind.
+        // for as long as the slots keep cycling (two churning threads ran
+        // much slower so: docs/perf/0011). A stripe looks quiet for a moment
+        // while its thread flushes or reclaims, so quiet is not enough.
+        // Growing a little costs less, until reclamation is behind.
         if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
             return Ok(found);
         }
@@ -149,8 +148,8 @@ impl<T> RawPool<T> {
     /// The yields before it cost nothing when the CPU has nothing else to
     /// run, so they do not outlast a pinned thread whose virtual CPU the
     /// host took away for a few milliseconds (with a real-time busy loop
-    /// taking one core 8 ms in 20, two threads passed the bound in 14 runs
-    /// of 100: BENCHES.md, "Sleeping at the bound"); a nap does. A calling
+    /// taking part of one core, two threads passed the bound in some runs:
+    /// docs/perf/0017); a nap does. A calling
     /// thread that holds reclamation back itself does not wait (see
     /// `Reclaimer::held_back_here`; a `par_iter`'s worker counts, since its
     /// caller's guard lasts until the worker is done). Nor can a wait see
@@ -214,8 +213,7 @@ impl<T> RawPool<T> {
     /// than that wait takes the pool past it (see `design.md`, "Memory
     /// under churn"). At half the bound, eight threads on two cores, each
     /// holding a magazine's open batch of up to 64 slots (the batch then),
-    /// were behind almost always (BENCHES.md, "Back-pressure from three
-    /// quarters of the bound").
+    /// were behind almost always (docs/perf/0013).
     pub(super) fn reclamation_is_behind(&self) -> bool {
         self.slots_used() > self.promised_slots() / 4 * 3
     }

@@ -197,7 +197,7 @@ impl<T> RawPool<T> {
     /// The common case, [`pop_own`](Self::pop_own), takes no call; every
     /// other case is one call that takes the value along. So the inline part
     /// keeps nothing live across a call and saves no registers, inlined into
-    /// a caller's loop or not (BENCHES.md, "Calls only at the edges").
+    /// a caller's loop or not (docs/perf/0022).
     #[inline]
     pub(crate) fn insert(&self, value: T) -> Result<Handle, T> {
         match self.pop_own() {

@@ -32,8 +32,7 @@ impl<T> RawPool<T> {
                     Some(found(slot))
                 } else {
                     // A stale or forged handle: laid out off the hit path,
-                    // which then runs with no taken branch (BENCHES.md,
-                    // "Misses off the hit path").
+                    // which then runs with no taken branch (docs/perf/0022).
                     cold_path();
                     None
                 }
@@ -75,7 +74,7 @@ impl<T> RawPool<T> {
         // compared once after the paths meet: the comparison's flag then
         // widens in a zeroed register, where a `false` merged in from the
         // missing-bucket path made it a byte write that waits on the
-        // previous lookup's (BENCHES.md, "One comparison for `contains`").
+        // previous lookup's (docs/perf/0032).
         let word = slots.find_or(
             handle.index(),
             |slot| slot.word.load(Ordering::Acquire),

@@ -58,8 +58,8 @@ impl<T> Drop for RawPool<T> {
         // The storage goes with the pool, so only the values need dropping,
         // pending and live alike, in one pass: no word is vacated and no
         // free list rebuilt, as `reclaim_all` does for a pool that lives on
-        // (that took 4 ms for a million `u64`s, which need nothing at all:
-        // BENCHES.md, "Clone and drop"). The sealed batches hold indices
+        // (that was slow even for a million `u64`s, which need nothing at
+        // all: docs/perf/0035). The sealed batches hold indices
         // only, and are freed with the reclaimer.
         if !core::mem::needs_drop::<T>() {
             return;

@@ -58,8 +58,7 @@ impl<T> RawPool<T> {
     /// (a stale handle, a bucket, a retiring slot, no magazine or a revoked
     /// one) is one cold call that starts over. So the inline part keeps
     /// nothing live across a call, and is small enough for the compiler to
-    /// inline where a call site is not one tight loop (BENCHES.md, "No
-    /// call inside a call").
+    /// inline where a call site is not one tight loop (docs/perf/0026).
     #[inline]
     pub(crate) fn remove(&self, handle: Handle) -> bool {
         let mut route = Route::Magazine;
