@@ -7,29 +7,34 @@
 //! ones spawned (`insert`), all through a shared `&HandlePool`. Then one pass
 //! through `&mut` moves every entity and collects the next frame's handles.
 //!
+//! The same world is played twice, on one rayon worker and then on all of
+//! them (`--workers N`), and the demo prints both times and the speed-up.
+//! The world grows with the workers (up to 40,000 entities each, or
+//! `--entities N`) so that each has a frame's worth of work, and each rayon
+//! job counts what it did in a `Counts` of its own, summed once a frame: a
+//! counter shared by every worker would bounce between their caches.
+//!
 //! ```sh
-//! cargo run --release -p handle-pool-demo                        # 1000 frames, a few seconds
-//! cargo run --release -p handle-pool-demo -- --frames 50 --threads 4
+//! cargo run --release -p handle-pool-demo                    # 100 frames, a few seconds
+//! cargo run --release -p handle-pool-demo -- --frames 50 --workers 4 --entities 100000
 //! ```
 //!
 //! The seed fixes every entity's choices, so the entity counts repeat from
 //! run to run; which slot a spawn lands in depends on thread timing, so the
 //! targets picked, and with them the lookup counts, vary slightly.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::ops::Add;
 use std::time::Instant;
 
-use handle_pool::{Handle, HandlePool, Reader};
+use handle_pool::{Handle, HandlePool};
 use rayon::prelude::*;
 
-const INITIAL_ENTITIES: usize = 20_000;
-/// No spawns while this many entities or more are alive.
-const SOFT_CAP: usize = 40_000;
+/// Live entities at most, per worker (`--entities` sets the total).
+const ENTITIES_PER_WORKER: usize = 40_000;
 /// Side of the square, wrapping world.
 const WORLD: i32 = 4096;
 const SEED: u64 = 0x5eed_2026;
-const DEFAULT_FRAMES: u32 = 1000;
-const REPORT_EVERY: u32 = 100;
+const DEFAULT_FRAMES: u32 = 100;
 
 struct Entity {
     x: i32,
@@ -80,17 +85,49 @@ impl Rng {
     }
 }
 
-fn main() {
-    let (frames, threads) = parse_args();
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-        .expect("start rayon's thread pool");
-    println!("job_system: {threads} rayon workers, {frames} frames");
+/// What the tasks did: each rayon job adds up its own, `reduce` sums them.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    lookups: u64,
+    stale: u64,
+    spawned: u64,
+    despawned: u64,
+}
 
+impl Add for Counts {
+    type Output = Counts;
+    fn add(self, o: Counts) -> Counts {
+        Counts {
+            lookups: self.lookups + o.lookups,
+            stale: self.stale + o.stale,
+            spawned: self.spawned + o.spawned,
+            despawned: self.despawned + o.despawned,
+        }
+    }
+}
+
+fn main() {
+    let (frames, workers, entities) = parse_args();
+    println!("job_system: {frames} frames, up to {entities} entities, on 1 worker then {workers}");
+    let one = play_on(1, frames, entities);
+    let many = play_on(workers, frames, entities);
+    println!("speed-up over 1 worker: {:.2}x on {workers}", one / many);
+}
+
+/// Plays the world on a rayon thread pool of its own with `workers`
+/// threads, prints what they did, and returns the wall time.
+fn play_on(workers: usize, frames: u32, entities: usize) -> f64 {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .expect("start rayon's thread pool")
+        .install(|| play(workers, frames, entities))
+}
+
+fn play(workers: usize, frames: u32, entities: usize) -> f64 {
     let mut pool: HandlePool<Entity> = HandlePool::new();
     let mut rng = Rng::new(SEED);
-    let mut handles: Vec<Handle> = (0..INITIAL_ENTITIES)
+    let mut handles: Vec<Handle> = (0..entities / 2)
         .map(|_| {
             let (x, y) = (
                 rng.below(WORLD as u64) as i32,
@@ -104,30 +141,30 @@ fn main() {
     }
     let mut next_handles = Vec::new();
 
-    let ops = AtomicU64::new(INITIAL_ENTITIES as u64);
-    let stale = AtomicU64::new(0);
+    let on = format!("{workers} worker{}", if workers == 1 { "" } else { "s" });
+    let mut total = Counts::default();
     let start = Instant::now();
     for frame in 0..frames {
         let live = handles.len();
-        // Shared phase: lookups, despawns and spawns race on `&pool`.
-        handles
+        // Shared phase: lookups, despawns and spawns race on `&pool`. A
+        // reader per rayon job: its own guard, and the pool's storage read
+        // once for the job's lookups.
+        let counts = handles
             .par_iter()
-            // A reader per rayon split: its own guard, and the pool's
-            // storage read once for the split's lookups.
-            .for_each_init(
+            .map_init(
                 || pool.reader(),
                 |reader, &handle| {
-                    let reader: &Reader<Entity> = reader;
                     let entity = reader.get(handle).expect("live at the frame start");
-                    let mut done = 1;
+                    let mut done = Counts {
+                        lookups: 1,
+                        ..Counts::default()
+                    };
                     // A handle whose entity was despawned, in this frame or long ago,
                     // resolves to `None`, never to whatever reuses its slot.
                     let mut follow = |link: Option<Handle>| {
                         let found = reader.get(link?);
-                        done += 1;
-                        if found.is_none() {
-                            stale.fetch_add(1, Relaxed);
-                        }
+                        done.lookups += 1;
+                        done.stale += u64::from(found.is_none());
                         found
                     };
                     let target = follow(entity.target);
@@ -136,8 +173,8 @@ fn main() {
                     let mut rng = Rng::new(entity.seed ^ u64::from(frame));
                     if entity.lifetime == 0 {
                         pool.remove(handle);
-                        done += 1;
-                    } else if live < SOFT_CAP && rng.below(48) == 0 {
+                        done.despawned += 1;
+                    } else if live < entities && rng.below(48) == 0 {
                         // The child chases its parent's target while that lives,
                         // else its grandparent.
                         let chase = match (target, parent) {
@@ -146,11 +183,13 @@ fn main() {
                             (None, None) => None,
                         };
                         pool.insert(rng.spawn(Some(handle), chase, entity.x, entity.y));
-                        done += 1;
+                        done.spawned += 1;
                     }
-                    ops.fetch_add(done, Relaxed);
+                    done
                 },
-            );
+            )
+            .reduce(Counts::default, Counts::add);
+        total = total + counts;
 
         // Exclusive phase, in parallel over the pool's storage: move
         // everyone, retarget some, list the handles (sorted, so that the
@@ -169,46 +208,45 @@ fn main() {
         }));
         next_handles.par_sort_unstable();
         std::mem::swap(&mut handles, &mut next_handles);
-
-        if (frame + 1) % REPORT_EVERY == 0 || frame + 1 == frames {
-            println!(
-                "frame {:>5}/{frames}: {:>6} live, {:>6.1} M ops, {:>5.2} s",
-                frame + 1,
-                handles.len(),
-                ops.load(Relaxed) as f64 / 1e6,
-                start.elapsed().as_secs_f64()
-            );
-        }
     }
-
     let wall = start.elapsed().as_secs_f64();
-    let ops = ops.into_inner();
-    println!();
-    println!("frames:               {frames}");
-    println!("pool operations:      {ops}");
-    println!("stale lookups caught: {}", stale.into_inner());
+    let ops = total.lookups + total.spawned + total.despawned;
     println!(
-        "throughput:           {:.1} M ops/s",
+        "{on:>11}: {} pool operations ({} lookups, {} spawned, {} despawned), \
+         {} stale lookups caught, {} live; {wall:.2} s, {:.1} M ops/s",
+        ops,
+        total.lookups,
+        total.spawned,
+        total.despawned,
+        total.stale,
+        handles.len(),
         ops as f64 / wall / 1e6
     );
-    println!("wall time:            {wall:.2} s");
+    wall
 }
 
-/// `--frames N` and `--threads N`; anything else prints the usage.
-fn parse_args() -> (u32, usize) {
+/// `--frames N`, `--workers N` (or its old name `--threads N`) and
+/// `--entities N` (default 40,000 per worker); anything else prints the usage.
+fn parse_args() -> (u32, usize, usize) {
     let mut frames = DEFAULT_FRAMES;
-    let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut entities = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
-        let value = args.next().and_then(|v| v.parse::<u32>().ok());
+        let value = args.next().and_then(|v| v.parse::<usize>().ok());
         match (flag.as_str(), value.filter(|&n| n > 0)) {
-            ("--frames", Some(n)) => frames = n,
-            ("--threads", Some(n)) => threads = n as usize,
+            ("--frames", Some(n)) => frames = n.try_into().unwrap_or(u32::MAX),
+            ("--workers" | "--threads", Some(n)) => workers = n,
+            ("--entities", Some(n)) => entities = Some(n.max(2)),
             _ => {
-                eprintln!("usage: job_system [--frames N] [--threads N]");
+                eprintln!("usage: job_system [--frames N] [--workers N] [--entities N]");
                 std::process::exit(2);
             }
         }
     }
-    (frames, threads)
+    (
+        frames,
+        workers,
+        entities.unwrap_or(ENTITIES_PER_WORKER * workers),
+    )
 }
