@@ -197,7 +197,8 @@ impl Section<'_> {
     /// [`FreeList::pop_run`]. The run's last slot still links to the next
     /// slot of the shared list: the link is cut here. Those pops raised the
     /// shared list's pop count without an insert: counted here as refilled.
-    pub(crate) fn refill<T>(&self, storage: &Storage<T>, run: Chain, count: u32) {
+    /// Returns whether this was the magazine's first refill.
+    pub(crate) fn refill<T>(&self, storage: &Storage<T>, run: Chain, count: u32) -> bool {
         let last = storage.slot(run.last);
         // Relaxed: the run is this thread's since the pop's CAS, whose
         // Acquire made its words visible; the magazine's list is read by
@@ -206,13 +207,10 @@ impl Section<'_> {
         last.word
             .store(word.with_link(NIL).to_bits(), Ordering::Relaxed);
         let refilled = &self.magazine.refilled;
-        refilled.store(
-            refilled
-                .load(Ordering::Relaxed)
-                .wrapping_add(u64::from(count)),
-            Ordering::Relaxed,
-        );
+        let before = refilled.load(Ordering::Relaxed);
+        refilled.store(before.wrapping_add(u64::from(count)), Ordering::Relaxed);
         self.magazine.free.fill_owned(run.first);
+        before == 0
     }
 }
 

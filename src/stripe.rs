@@ -256,11 +256,6 @@ impl Stripes {
         (home, owned.then(|| &*self.stripes[home.0].magazine))
     }
 
-    /// How many stripes there are.
-    pub(crate) fn count(&self) -> usize {
-        self.stripes.len()
-    }
-
     /// Whether the stripes' magazines are in use.
     pub(crate) fn have_magazines(&self) -> bool {
         self.owners != 0

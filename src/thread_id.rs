@@ -47,22 +47,6 @@ pub(crate) fn thread_id() -> Option<usize> {
     }
 }
 
-/// How many thread numbers were ever handed out at once: about the number
-/// of threads that use pools, for back-pressure to tell the slots they
-/// hold in flight by design from reclamation falling behind. A hint; 0
-/// under loom, whose models keep the threshold they were written for.
-#[inline]
-pub(crate) fn numbered() -> usize {
-    #[cfg(not(all(test, handle_pool_loom)))]
-    {
-        registry::NUMBERED.load(std::sync::atomic::Ordering::Relaxed)
-    }
-    #[cfg(all(test, handle_pool_loom))]
-    {
-        0
-    }
-}
-
 /// What [`known_thread_id`] answers for a thread that has no number (not
 /// taken yet, or given back while its thread-locals are destroyed): past
 /// every stripe and every word.
@@ -89,17 +73,13 @@ mod registry {
     use std::cell::{Cell, UnsafeCell};
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     /// Numbers given back by exited threads, and the next never used,
     /// behind a small spin lock of our own. Not `std::sync::Mutex`: std is
     /// not built with ThreadSanitizer here, so TSan cannot see that lock
     /// and would report the numbers as racing (`.ci/tsan.supp` suppresses
     /// nothing of ours). The lock is taken twice in a thread's life.
-    /// How many numbers were ever handed out: one more than the largest in
-    /// use (numbers are reused smallest first), read by [`numbered`].
-    pub(super) static NUMBERED: AtomicUsize = AtomicUsize::new(0);
-
     struct Registry {
         locked: AtomicBool,
         free: UnsafeCell<(BinaryHeap<Reverse<usize>>, usize)>,
@@ -146,9 +126,6 @@ mod registry {
                 Some(Reverse(id)) => id,
                 None => {
                     *next += 1;
-                    // Relaxed: a hint for back-pressure; stored under the
-                    // lock, so it only grows.
-                    NUMBERED.store(*next, Ordering::Relaxed);
                     *next - 1
                 }
             });

@@ -63,7 +63,10 @@ impl<T> RawPool<T> {
                     let (run, count) = self.stripes[home]
                         .free
                         .pop_run(&self.storage, self.config.batch)?;
-                    section.refill(&self.storage, run, count);
+                    if section.refill(&self.storage, run, count) {
+                        // Relaxed: a hint for back-pressure.
+                        self.magazine_users.fetch_add(1, Ordering::Relaxed);
+                    }
                     crate::events::count(crate::events::Event::Refill);
                     section.free_list().pop_owned(&self.storage)?
                 }

@@ -219,15 +219,18 @@ impl<T> RawPool<T> {
     }
 
     /// The slots in use the pool promises to stay within under churn with
-    /// no guard held long: `4 × live + 1024`, plus two batches for each
-    /// thread that uses pools, up to one per stripe: its magazine's open
-    /// removal batch and its free run, which are in flight by design (see
-    /// `design.md`, "Memory under churn"). Without that term, sixteen
-    /// threads churning a few live values each were always "behind", and
-    /// every insert's slow path waited for what nobody held back.
+    /// no guard held long: `4 × live + 1024`, plus three batches for each
+    /// magazine in use past the second (see `design.md`, "Memory under
+    /// churn"). A churning thread holds about three batches in flight by
+    /// design: its magazine's open removal batch, its free run, and a
+    /// sealed batch on its way back; the 1,024 cover two such threads.
+    /// Without the last term, sixteen threads churning a few live values
+    /// each were always "behind", and every insert's slow path waited for
+    /// what nobody held back.
     pub(super) fn promised_slots(&self) -> u64 {
-        let threads = crate::thread_id::numbered().min(self.stripes.count()) as u64;
-        4 * self.len() as u64 + 1024 + 2 * u64::from(self.config.batch) * threads
+        // Relaxed: a hint, as the length is.
+        let users = self.magazine_users.load(Ordering::Relaxed);
+        4 * self.len() as u64 + 1024 + 3 * u64::from(self.config.batch) * users.saturating_sub(2)
     }
 }
 

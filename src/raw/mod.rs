@@ -41,6 +41,10 @@ pub(crate) struct RawPool<T> {
     /// slots: no insert waits at the bound again until it uses this many
     /// (see `RawPool::wait_at_bound`).
     bound_waived_below: AtomicU64,
+    /// Magazines that were ever refilled here: about the threads that
+    /// churn this pool, each holding up to a few batches in flight by
+    /// design (see `RawPool::promised_slots`).
+    magazine_users: AtomicU64,
 }
 
 // SAFETY: moving the pool moves the ownership of its values, which are
@@ -97,6 +101,7 @@ impl<T> RawPool<T> {
             reclaimer: Reclaimer::new(config.stripes),
             config,
             bound_waived_below: AtomicU64::new(0),
+            magazine_users: AtomicU64::new(0),
         }
     }
 
