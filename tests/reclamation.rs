@@ -1,6 +1,7 @@
 //! When removed values are dropped: reclamation that is prompt, live and
 //! bounded, memory under churn (`reclamation`, with a global allocator that
-//! counts live bytes), and guards at the edges of a thread's life
+//! counts live bytes), writers that never wait for each other (`writers`),
+//! and guards at the edges of a thread's life
 //! (`guards`).
 //!
 //! A guard held anywhere in the process holds back every pool's
@@ -18,6 +19,8 @@ mod common;
 mod guards;
 #[path = "reclamation/reclamation.rs"]
 mod reclamation;
+#[path = "reclamation/writers.rs"]
+mod writers;
 
 /// Held by every test in this binary, for as long as it runs.
 fn serial() -> MutexGuard<'static, ()> {
