@@ -6,6 +6,10 @@ use crate::slot::{Slot, SlotWord, NIL};
 use crate::storage::Storage;
 use crate::sync::{yield_now, AtomicU64, Ordering};
 
+/// `revoking` once the owner retired the magazine for good (see
+/// [`Section::retire`]): no section and no revoker takes it again.
+const RETIRED: u64 = 2;
+
 /// One thread's free list and removal batch (see the module docs).
 pub(crate) struct Magazine {
     /// `1` while the owner is inside a section; written by the owner only.
@@ -45,10 +49,19 @@ impl Magazine {
     }
 
     /// Enters a section. Call only from the owner, the thread whose number
-    /// is this magazine's index. `None` while a revoker holds it: use the
-    /// stripe's shared lists then.
+    /// is this magazine's index. `None` while a revoker holds it, or while
+    /// the owner is inside a section already (a signal handler that
+    /// interrupted it and uses the pool): use the stripe's shared lists
+    /// then, which take no section, so the interrupted one finds its lists
+    /// as it left them.
     #[inline(always)]
     pub(crate) fn enter(&self) -> Option<Section<'_>> {
+        // Relaxed: only this thread writes `active`. A handler that runs
+        // between this load and the store below leaves its own section
+        // (storing `0`) before this thread goes on.
+        if self.active.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
         self.active.store(1, Ordering::Relaxed);
         // With the revoker's heavy fence, orders the store above before the
         // load below as two SeqCst fences would (see the module docs).
@@ -131,7 +144,8 @@ impl Magazine {
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            if waited == patience {
+            // Relaxed: `RETIRED` is final; a retired magazine holds nothing.
+            if waited == patience || self.revoking.load(Ordering::Relaxed) == RETIRED {
                 return None;
             }
             waited += 1;
@@ -211,6 +225,24 @@ impl Section<'_> {
         refilled.store(before.wrapping_add(u64::from(count)), Ordering::Relaxed);
         self.magazine.free.fill_owned(run.first);
         before == 0
+    }
+}
+
+impl Section<'_> {
+    /// Retires the magazine for good, after the owner emptied its lists:
+    /// every later `enter` and `revoke` is refused, and the owner uses the
+    /// stripe's shared lists. For when the heavy fence has failed (see
+    /// `membarrier`). Leaves it as it is if a revoker holds it meanwhile.
+    pub(crate) fn retire(self) {
+        // Relaxed: a retired magazine is empty, so nobody reads anything
+        // through this word; a revoker that holds it now lets go with a
+        // Release store of `0`, and the owner retires it later.
+        let _ = self.magazine.revoking.compare_exchange(
+            0,
+            RETIRED,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 }
 

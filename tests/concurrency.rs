@@ -1,6 +1,7 @@
 //! Many threads at once: ownership under churn, racing removes, references
-//! held across removes, capacity under churn (`stress`), and handles handed
-//! between threads through a `Relaxed` mailbox (`handoff`).
+//! held across removes, capacity under churn (`stress`), handles handed
+//! between threads through a `Relaxed` mailbox (`handoff`), and the platform
+//! failing under the pool: refused fences, signal handlers (`faults`).
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -8,6 +9,8 @@ mod common;
 
 // This binary's modules live in `tests/concurrency/` (a crate root's modules would
 // be looked for next to it, in `tests/`).
+#[path = "concurrency/faults.rs"]
+mod faults;
 #[path = "concurrency/handoff.rs"]
 mod handoff;
 #[path = "concurrency/stress.rs"]

@@ -53,6 +53,10 @@ impl<T> RawPool<T> {
             let section = magazine.enter()?;
             match section.free_list().pop_owned(&self.storage) {
                 Some(found) => found,
+                None if crate::membarrier::fences_failed() => {
+                    self.retire_own_magazine(home, section);
+                    return None;
+                }
                 None => {
                     // At most a batch, with one CAS: the rest of the shared
                     // list stays where other threads look, so a slow owner

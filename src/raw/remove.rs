@@ -135,6 +135,10 @@ impl<T> RawPool<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn seal_owned(&self, section: Section<'_>, home: StripeIndex) {
+        if crate::membarrier::fences_failed() {
+            self.retire_own_magazine(home, section);
+            return;
+        }
         let removals = section.removal_batch();
         let full = removals
             .take_owned()

@@ -2,7 +2,7 @@
 //! reclamation goes on whatever the traffic.
 
 use crate::lists::RemovalBatch;
-use crate::magazine::{Magazine, Revoked};
+use crate::magazine::{Magazine, Revoked, Section};
 use crate::stripe::StripeIndex;
 
 use super::RawPool;
@@ -93,6 +93,10 @@ impl<T> RawPool<T> {
     /// not empty means walking them, a step per slot, and a magazine's list
     /// can hold a whole stripe's free slots.
     pub(super) fn seal_and_reclaim_all(&self, home: StripeIndex) {
+        // The caller's own magazine through its section, which needs no
+        // heavy fence: so a flush seals its own thread's removals even
+        // where the fence is refused, or its owner is preempted.
+        self.seal_own(home);
         for stripe in self.stripes.all_from(home) {
             if self.stripes.have_magazines() && self.stripes[stripe].magazine.has_removals() {
                 self.revoke_magazine(stripe, REVOKE_PATIENCE, Magazines::Sealed);
@@ -154,6 +158,9 @@ impl<T> RawPool<T> {
         let mut sealed = false;
         let (_, magazine) = self.stripes.home_and_magazine();
         if let Some(section) = magazine.and_then(Magazine::enter) {
+            if crate::membarrier::fences_failed() {
+                return self.retire_own_magazine(home, section) | self.seal_shared(home);
+            }
             let batch = section.removal_batch().take_owned();
             drop(section);
             if let Some(batch) = batch {
@@ -162,6 +169,28 @@ impl<T> RawPool<T> {
             }
         }
         self.seal_shared(home) || sealed
+    }
+
+    /// Retires the calling thread's magazine, `home`'s, whose section it
+    /// holds, once the heavy fence has failed: no revoker can take a
+    /// magazine over any more, so its owner puts its free slots on the
+    /// shared list and seals its partial batch itself, and uses the shared
+    /// lists from then on. Returns whether it sealed a batch. If a revoker
+    /// holds the magazine meanwhile (its fence was about to fail), the
+    /// slots still move, and the owner retires it at a later slow path.
+    pub(super) fn retire_own_magazine(&self, home: StripeIndex, section: Section<'_>) -> bool {
+        if let Some(first) = section.free_list().take_owned() {
+            self.stripes[home].free.push_to_nil(&self.storage, first);
+        }
+        let batch = section.removal_batch().take_owned();
+        section.retire();
+        match batch {
+            Some(batch) => {
+                self.reclaimer.seal(home, batch);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Seals `stripe`'s shared partial batch, if any, and defers it;
