@@ -315,6 +315,17 @@ pub(crate) struct SealedBatch {
     pub(crate) last: u32,
 }
 
+/// The count of a batch a push has just sealed: its slots are distinct
+/// slots of one pool, fewer than 2^32 (see [`RemovalBatch::push`]).
+///
+/// # Panics
+/// If `total` does not fit: that would be a bug in the pool, and a wrong
+/// count would lose slots when the batch is walked.
+#[inline]
+fn sealed_count(total: u64) -> u32 {
+    u32::try_from(total).expect("handle-pool bug: a sealed batch counts more slots than a pool has")
+}
+
 /// The batch of removed slots a stripe is filling (see the module docs).
 pub(crate) struct RemovalBatch {
     word: AtomicU64,
@@ -352,7 +363,16 @@ impl RemovalBatch {
     /// `REMOVED`, linked `head` → … → tail, whose tail links to the batch
     /// head read as `current` (from [`head`](Self::head)). On a lost race
     /// the tail is relinked to the new head (`relink`). Returns the batch
-    /// when this push fills it to `size`: the caller must then defer it.
+    /// when this push fills it to `size` or past it: the caller must then
+    /// defer it.
+    ///
+    /// Any `count` is taken, up to every slot a pool has (`remove_many` of
+    /// all its handles pushes one chain): the sum with what the batch holds
+    /// is taken in 64 bits. A push that succeeds adds slots distinct from
+    /// the batch's (the caller moved them to `REMOVED` itself, and the
+    /// batch holds only slots removed before), so its total counts distinct
+    /// slots of one pool, fewer than 2^32, and fits the sealed batch's
+    /// count. A `current` read before a seal may claim more; its CAS fails.
     #[inline]
     pub(crate) fn push(
         &self,
@@ -363,11 +383,12 @@ impl RemovalBatch {
         relink: impl Fn(u32),
     ) -> Option<SealedBatch> {
         loop {
-            let total = high(current) + count;
-            let new = if total >= size {
+            let total = u64::from(high(current)) + u64::from(count);
+            let new = if total >= u64::from(size) {
                 pack(0, NIL)
             } else {
-                pack(total, head)
+                // Below `size`, a `u32`.
+                pack(total as u32, head)
             };
             // AcqRel: Release publishes our slots' links to whoever seals the
             // batch; Acquire, when we seal it, pairs with the other pushers'
@@ -376,11 +397,11 @@ impl RemovalBatch {
                 .word
                 .compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Relaxed)
             {
-                Ok(_) if total >= size => {
-                    self.sealed.fetch_add(total as u64, Ordering::Relaxed);
+                Ok(_) if total >= u64::from(size) => {
+                    self.sealed.fetch_add(total, Ordering::Relaxed);
                     return Some(SealedBatch {
                         head,
-                        count: total,
+                        count: sealed_count(total),
                         last: NIL,
                     });
                 }

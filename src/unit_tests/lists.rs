@@ -144,3 +144,62 @@ fn an_owned_batch_says_full_and_keeps_it_until_taken() {
     assert_eq!(batch.removal_count(), 3, "taken removals still count");
     assert!(batch.take_owned().is_none());
 }
+
+/// The most slots one push can carry: every slot a pool may have
+/// (`MAX_INDEX + 1`, `u32::MAX`), `remove_many` of all its handles.
+const ALL_SLOTS: u32 = crate::handle::MAX_INDEX + 1;
+
+#[test]
+fn a_push_of_every_slot_a_pool_has_seals_with_its_exact_count() {
+    // Batches as large as the index space: nothing seals before the last
+    // slot, and the sum of the pending slots and the chain (2 + u32::MAX
+    // - 2) reaches the largest count a `u32` holds.
+    let batch = RemovalBatch::new();
+    assert!(push_one(&batch, 3, ALL_SLOTS).is_none());
+    assert!(push_one(&batch, 8, ALL_SLOTS).is_none());
+    let (_, current) = batch.head();
+    let sealed = batch
+        .push(9, ALL_SLOTS - 2, current, ALL_SLOTS, |_| {
+            panic!("no race here")
+        })
+        .expect("the push fills the batch");
+    assert_eq!((sealed.head, sealed.count), (9, ALL_SLOTS));
+    assert_eq!(batch.head(), (NIL, pack(0, NIL)), "the word resets");
+    assert_eq!(batch.removal_count(), ALL_SLOTS);
+    // The batch's own size limit: a pending count of `size - 1` plus one.
+    let (_, current) = batch.head();
+    assert!(batch
+        .push(4, ALL_SLOTS - 1, current, ALL_SLOTS, |_| panic!(
+            "no race here"
+        ))
+        .is_none());
+    assert_eq!(batch.head().1, pack(ALL_SLOTS - 1, 4));
+    let sealed = push_one(&batch, 5, ALL_SLOTS).expect("the last slot fills it");
+    assert_eq!((sealed.head, sealed.count), (5, ALL_SLOTS));
+}
+
+#[test]
+fn a_push_against_a_stale_word_that_would_overflow_retries_on_the_real_one() {
+    // A remover that read the batch nearly full, before a seal emptied it,
+    // pushes a long chain: the stale sum is past `u32::MAX` (in 32 bits it
+    // overflowed, a panic in debug builds); the CAS fails, the chain's
+    // tail is relinked to the real head, and the push lands.
+    let batch = RemovalBatch::new();
+    assert!(push_one(&batch, 3, 64).is_none());
+    let stale = pack(ALL_SLOTS - 1, 7);
+    let relinked = std::cell::Cell::new(None);
+    let sealed = batch.push(9, 5, stale, 64, |head| relinked.set(Some(head)));
+    assert!(sealed.is_none(), "6 slots do not fill a batch of 64");
+    assert_eq!(relinked.get(), Some(3), "the tail links to the real head");
+    assert_eq!(batch.head().1, pack(6, 9));
+    assert_eq!(batch.removal_count(), 6);
+    // The same against a size the stale sum passes: still no seal of the
+    // stale count.
+    let (_, fresh) = batch.head();
+    let stale = pack(ALL_SLOTS - 2, 1);
+    let sealed = batch
+        .push(11, 60, stale, 64, |head| relinked.set(Some(head)))
+        .expect("6 + 60 fill a batch of 64");
+    assert_eq!(relinked.get(), Some(low(fresh)));
+    assert_eq!((sealed.head, sealed.count), (11, 66));
+}
