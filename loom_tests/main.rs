@@ -31,3 +31,4 @@ mod magazine;
 mod read;
 mod reclaim;
 mod remove;
+mod thread_id;
