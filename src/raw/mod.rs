@@ -126,6 +126,19 @@ impl<T> RawPool<T> {
         self.storage.capacity().min(self.config.max_slots as usize)
     }
 
+    /// The slots, for a map that keeps its values in this pool and reaches
+    /// them by index (`secondary`).
+    #[inline(always)]
+    pub(crate) fn storage(&self) -> &Storage<T> {
+        &self.storage
+    }
+
+    /// The reclamation, for that map's one-call reads.
+    #[inline(always)]
+    pub(crate) fn reclaimer(&self) -> &Reclaimer {
+        &self.reclaimer
+    }
+
     /// The sum of the stripes' length shares: exact when no operation is in
     /// flight. The shares are read one after another, so under concurrency
     /// a remove may be seen without its insert; such a transient underflow
