@@ -229,19 +229,34 @@ impl Reclaimer {
         storage: &Storage<T>,
         max_generation: u32,
     ) -> Reclaimed {
-        let mut reclaimed = Reclaimed {
-            found: false,
-            free: None,
-        };
+        let mut free = None;
+        let found = self.reclaim_ready_with(stripe, |batch| {
+            free = reclaim_batch(storage, batch, max_generation, free.take());
+        });
+        Reclaimed { found, free }
+    }
+
+    /// Hands every batch of `stripe` that no reader can still see to
+    /// `reclaim`, which reclaims its slots, and puts the others back on the
+    /// sealed list; returns whether it handed any. What
+    /// [`reclaim_ready`](Self::reclaim_ready) does with a pool's storage,
+    /// for slots that live elsewhere (a dense pool's positions, see
+    /// `dense`). Costs one load when nothing is sealed, and a fence and a
+    /// load per announcement otherwise.
+    pub(crate) fn reclaim_ready_with(
+        &self,
+        stripe: StripeIndex,
+        mut reclaim: impl FnMut(SealedBatch),
+    ) -> bool {
         let batches = &self.stripes[stripe.get()];
         if batches.lowest.load(Ordering::Relaxed) == NONE_SEALED {
-            return reclaimed;
+            return false;
         }
         crate::events::count(crate::events::Event::ReclaimScan);
         let horizon = self.horizon();
         // Relaxed: a hint; the take below judges every batch it finds.
         if batches.lowest.load(Ordering::Relaxed) >= horizon {
-            return reclaimed;
+            return false;
         }
         // AcqRel: the Acquire half pairs with `put`'s Release (see there).
         batches.lowest.swap(NONE_SEALED, Ordering::AcqRel);
@@ -258,11 +273,12 @@ impl Reclaimer {
         // Back on the list before any value's `Drop` runs: a `Drop` that
         // blocks must not hide them from other threads meanwhile.
         batches.put(held);
+        let mut found = false;
         for node in TakenBatches::from(ready) {
-            reclaimed.found = true;
-            reclaimed.free = reclaim_batch(storage, node.batch, max_generation, reclaimed.free);
+            found = true;
+            reclaim(node.batch);
         }
-        reclaimed
+        found
     }
 
     /// Exclusive reclamation begins: every batch sealed so far is discarded
