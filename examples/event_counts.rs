@@ -24,6 +24,8 @@ enum Mode {
     Window64,
     /// Window 1 while holding a guard, re-pinned every 256 operations.
     Guard,
+    /// Window 1 while holding one guard across the whole run.
+    GuardHeld,
 }
 
 impl Mode {
@@ -32,6 +34,7 @@ impl Mode {
             Mode::Window1 => "window 1",
             Mode::Window64 => "window 64",
             Mode::Guard => "window 1, guard held (re-pinned every 256)",
+            Mode::GuardHeld => "window 1, one guard held across the whole run",
         }
     }
 }
@@ -42,14 +45,15 @@ fn churn(pool: &HandlePool<u64>, mode: Mode, pairs: u64) {
         _ => 1,
     };
     let mut live = std::collections::VecDeque::with_capacity(window);
-    let mut guard = matches!(mode, Mode::Guard).then(pin);
+    let mut guard = matches!(mode, Mode::Guard | Mode::GuardHeld).then(pin);
+    let repin = matches!(mode, Mode::Guard);
     for i in 0..pairs {
         live.push_back(pool.insert(i));
         if live.len() >= window {
             pool.remove(live.pop_front().unwrap());
         }
         if let Some(guard) = guard.as_mut() {
-            if i % 128 == 127 {
+            if repin && i % 128 == 127 {
                 guard.repin();
             }
         }
@@ -83,7 +87,7 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         stripes.map_or("default".to_string(), |s| s.to_string())
     );
-    for mode in [Mode::Window1, Mode::Window64, Mode::Guard] {
+    for mode in [Mode::Window1, Mode::Window64, Mode::Guard, Mode::GuardHeld] {
         println!("\n## {}\n", mode.name());
         print!("| threads | M pairs/s | slots used |");
         for event in Event::ALL {
@@ -123,5 +127,54 @@ fn main() {
             }
             println!();
         }
+    }
+    slow_owner(stripes);
+}
+
+/// A thread churns 1M values, then inserts once per millisecond while
+/// another thread inserts 500k: how much the pool grows, and how long the
+/// inserts take, with magazines and without.
+fn slow_owner(stripes: Option<usize>) {
+    use std::sync::mpsc;
+    const FREED: u64 = 1_000_000;
+    const INSERTS: u64 = 500_000;
+    println!("\n## a slow magazine owner\n");
+    println!("| magazines | slots grown | inserts' time (ms) |\n|---|---:|---:|");
+    for magazines in [true, false] {
+        let pool: HandlePool<u64> = HandlePool::with_config(Config {
+            stripes: stripes.unwrap_or(0),
+            magazines,
+            ..Config::default()
+        });
+        let (ready, wait_ready) = mpsc::channel();
+        let (done, wait_done) = mpsc::channel::<()>();
+        let pool = &pool;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let handles: Vec<_> = (0..FREED).map(|i| pool.insert(i)).collect();
+                for handle in handles {
+                    pool.remove(handle);
+                }
+                pool.flush();
+                pool.remove(pool.insert(0));
+                ready.send(()).unwrap();
+                while wait_done.try_recv().is_err() {
+                    pool.remove(pool.insert(0));
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            });
+            wait_ready.recv().unwrap();
+            let before = pool.slots_used();
+            let start = Instant::now();
+            let handles: Vec<_> = (0..INSERTS).map(|i| pool.insert(i)).collect();
+            let elapsed = start.elapsed();
+            let grown = pool.slots_used() - before;
+            done.send(()).unwrap();
+            drop(handles);
+            println!(
+                "| {magazines} | {grown} | {:.2} |",
+                elapsed.as_secs_f64() * 1e3
+            );
+        });
     }
 }
