@@ -7,6 +7,7 @@
 mod announce;
 mod collect;
 mod config;
+pub mod dense;
 mod error;
 mod events;
 mod guard;
@@ -46,6 +47,7 @@ pub use collect::IntoIter;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub use config::Config;
+pub use dense::DensePool;
 pub use error::CapacityError;
 /// Counts of slow-path events for this crate's own tools (feature
 /// `testing`; not part of the stable API).

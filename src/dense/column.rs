@@ -1,0 +1,383 @@
+//! The dense column: positions in segments that never move, each segment
+//! a run of words and, apart from it, a run of values, so the values of a
+//! segment are one slice (see "Two tables" in the module docs).
+//!
+//! The pool's slot storage (`storage`) keeps a value beside its word, which
+//! makes a lookup one cache line but can never give `&mut [T]`; here the
+//! words and the values of a segment are two allocations. Segment `k`
+//! holds `first << k` positions from `first * (2^k - 1)` on, so a position
+//! finds its segment with one add and one bit scan, and a column of `n`
+//! positions is about `log2(n / first)` slices.
+
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+use std::alloc::{self, Layout};
+
+use crate::sync::{AtomicPtr, AtomicU64, Ordering};
+
+/// Segments in the table: with a first segment of `1 << shift` positions,
+/// position `p` is in segment `log2(p + first) - shift`, below 33 for
+/// every `u32` position whatever the shift.
+const SEGMENTS: usize = 33;
+
+/// The words and values of the positions below a limit.
+pub(super) struct Column<T> {
+    /// Segment `k`'s words, null until allocated. Published with the
+    /// segment's values: a position is used only once both are non-null.
+    words: [AtomicPtr<AtomicU64>; SEGMENTS],
+    /// Segment `k`'s values (uninitialised until an insert writes one),
+    /// null until allocated; dangling for a zero-sized `T`.
+    values: [AtomicPtr<T>; SEGMENTS],
+    /// log2 of the first segment's length.
+    shift: u32,
+    /// Positions below this exist; the segment that reaches past it is cut
+    /// there.
+    limit: u32,
+    /// The column owns values (the pool drops them): its auto traits and
+    /// drop check follow `T`'s, not those of the atomic pointers.
+    _owns: PhantomData<T>,
+}
+
+/// One position: its word and its value cell.
+pub(super) struct Cell<'a, T> {
+    pub(super) word: &'a AtomicU64,
+    /// Valid for reads and writes of one `T` for as long as the column
+    /// lives; initialised as the word says (see the dense word's table).
+    pub(super) value: *mut T,
+}
+
+/// The allocated positions of one segment within a range, in order:
+/// `words[j]` and `values + j` are the range's `j`-th position there.
+pub(super) struct Run<'a, T> {
+    pub(super) words: &'a [AtomicU64],
+    pub(super) values: *mut T,
+}
+
+impl<'a, T> Run<'a, T> {
+    /// The run's values.
+    ///
+    /// # Safety
+    /// Every value of the run is initialised, and the caller has exclusive
+    /// access to them for `'a` (the pool borrowed mutably, each run handed
+    /// out once).
+    pub(super) unsafe fn values_mut(&self) -> &'a mut [T] {
+        // SAFETY: `values` points at `words.len()` value cells of one
+        // segment (see `Runs::next`), initialised and exclusively ours as
+        // the caller guarantees.
+        unsafe { core::slice::from_raw_parts_mut(self.values, self.words.len()) }
+    }
+}
+
+impl<T> Column<T> {
+    /// A column of `limit` positions whose first segment holds
+    /// `1 << first_shift` (below 31).
+    pub(super) fn new(first_shift: u32, limit: u32) -> Self {
+        assert!(first_shift < 31, "a first segment below 2^31 positions");
+        Column {
+            words: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            values: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            shift: first_shift,
+            limit,
+            _owns: PhantomData,
+        }
+    }
+
+    /// The segment of `position` and the position's offset in it.
+    #[inline(always)]
+    fn locate(&self, position: u32) -> (usize, usize) {
+        let shifted = position as u64 + (1u64 << self.shift);
+        let top = 63 - shifted.leading_zeros();
+        (
+            (top - self.shift) as usize,
+            (shifted ^ (1u64 << top)) as usize,
+        )
+    }
+
+    /// The first position of segment `segment`.
+    #[inline(always)]
+    fn start(&self, segment: usize) -> u64 {
+        ((1u64 << segment) - 1) << self.shift
+    }
+
+    /// Positions in segment `segment`: `first << segment`, cut at the limit.
+    fn len(&self, segment: usize) -> usize {
+        let start = self.start(segment);
+        debug_assert!(
+            start < self.limit as u64,
+            "segment {segment} past the limit"
+        );
+        (1u64 << (segment as u32 + self.shift)).min(self.limit as u64 - start) as usize
+    }
+
+    /// Makes sure the segment of `position` (below the limit) is allocated.
+    #[inline]
+    pub(super) fn ensure(&self, position: u32) {
+        let (segment, _) = self.locate(position);
+        // Acquire pairs with the Release CASes in `allocate`: the words are
+        // zero (`FRESH`) before this thread, or whoever it hands the
+        // position to, uses them.
+        if self.words[segment].load(Ordering::Acquire).is_null()
+            || self.values[segment].load(Ordering::Acquire).is_null()
+        {
+            self.allocate(segment);
+        }
+    }
+
+    /// Allocates what segment `segment` lacks: its values, then its words,
+    /// each by a CAS whose loser frees its own copy.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&self, segment: usize) {
+        let len = self.len(segment);
+        if self.values[segment].load(Ordering::Acquire).is_null() {
+            let values = new_values::<T>(len);
+            // Release pairs with the Acquire loads in `ensure`, `find` and
+            // `runs` (only the pointer is published: the values are
+            // uninitialised); Acquire on failure, for the winner's pointer.
+            if self.values[segment]
+                .compare_exchange(
+                    ptr::null_mut(),
+                    values,
+                    Ordering::Release,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                // SAFETY: `values` came from `new_values(len)` just above
+                // and was never shared: we lost the race.
+                unsafe { free_values(values, len) };
+            }
+        }
+        if self.words[segment].load(Ordering::Acquire).is_null() {
+            let words = Box::into_raw(new_words(len)).cast::<AtomicU64>();
+            // Release pairs with the Acquire loads in `ensure`, `find` and
+            // `runs`: the words are initialised (zero) before they are used.
+            if self.words[segment]
+                .compare_exchange(ptr::null_mut(), words, Ordering::Release, Ordering::Acquire)
+                .is_err()
+            {
+                // SAFETY: `words` came from `Box::into_raw` of `len` words
+                // just above and was never shared: we lost the race.
+                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(words, len)) });
+            }
+        }
+    }
+
+    /// Makes sure every position below `end` (at most the limit) is allocated.
+    pub(super) fn ensure_below(&self, end: u32) {
+        let mut position = 0u64;
+        while position < end as u64 {
+            let (segment, _) = self.locate(position as u32);
+            self.ensure(position as u32);
+            position = self.start(segment + 1);
+        }
+    }
+
+    /// The cell at `position`, or `None` if it is at or past the limit or
+    /// its segment is not allocated.
+    #[inline(always)]
+    pub(super) fn find(&self, position: u32) -> Option<Cell<'_, T>> {
+        if position >= self.limit {
+            return None;
+        }
+        let (segment, offset) = self.locate(position);
+        // Acquire pairs with the Release CASes in `allocate`.
+        let words = self.words[segment].load(Ordering::Acquire);
+        let values = self.values[segment].load(Ordering::Acquire);
+        if words.is_null() || values.is_null() {
+            return None;
+        }
+        Some(Cell {
+            // SAFETY: `words` holds `len(segment)` initialised words, and
+            // `offset` is below that: `position` is below the limit and in
+            // this segment. The segment lives as long as the column.
+            word: unsafe { &*words.add(offset) },
+            // In bounds of the segment's values, as above (for a
+            // zero-sized `T`, a dangling pointer, which is enough).
+            value: values.wrapping_add(offset),
+        })
+    }
+
+    /// The cell at `position`, which an insert or the index says was
+    /// handed out.
+    ///
+    /// # Panics
+    /// If its segment was never allocated: that would be a bug.
+    #[inline]
+    pub(super) fn cell(&self, position: u32) -> Cell<'_, T> {
+        match self.find(position) {
+            Some(cell) => cell,
+            None => never_allocated(position),
+        }
+    }
+
+    /// The allocated runs of positions in `start..end`, in order (a
+    /// segment not allocated yet is skipped whole).
+    pub(super) fn runs(&self, start: u32, end: u32) -> Runs<'_, T> {
+        Runs {
+            column: self,
+            next: start,
+            end: end.min(self.limit),
+        }
+    }
+
+    /// Where `start..end` should be cut in two for parallel work: the
+    /// segment boundary nearest the middle if it is within a quarter of the
+    /// range from it, else the middle. `None` if fewer than two positions.
+    #[cfg(feature = "rayon")]
+    pub(super) fn split_point(&self, start: u32, end: u32) -> Option<u32> {
+        let len = end.checked_sub(start).filter(|&len| len >= 2)?;
+        let middle = start + len / 2;
+        let (segment, offset) = self.locate(middle);
+        let below = middle - offset as u32;
+        let above = self.start(segment + 1);
+        let slack = len / 4;
+        Some(if below > start && middle - below <= slack {
+            below
+        } else if above < end as u64 && above - middle as u64 <= slack as u64 {
+            above as u32
+        } else {
+            middle
+        })
+    }
+
+    /// Positions allocated.
+    pub(super) fn capacity(&self) -> usize {
+        (0..SEGMENTS)
+            .take_while(|&segment| self.start(segment) < self.limit as u64)
+            // Relaxed: a count for reporting.
+            .filter(|&segment| !self.words[segment].load(Ordering::Relaxed).is_null())
+            .map(|segment| self.len(segment))
+            .sum()
+    }
+}
+
+/// The allocated runs of a range of positions, from [`Column::runs`].
+pub(super) struct Runs<'a, T> {
+    column: &'a Column<T>,
+    next: u32,
+    end: u32,
+}
+
+impl<T> Runs<'_, T> {
+    /// Positions left in the range (allocated or not).
+    pub(super) fn positions_left(&self) -> usize {
+        self.end.saturating_sub(self.next) as usize
+    }
+}
+
+impl<'a, T> Iterator for Runs<'a, T> {
+    type Item = Run<'a, T>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Run<'a, T>> {
+        while self.next < self.end {
+            let column = self.column;
+            let (segment, offset) = column.locate(self.next);
+            let segment_end = column.start(segment + 1).min(self.end as u64) as u32;
+            let start = self.next;
+            self.next = segment_end;
+            // Acquire pairs with the Release CASes in `allocate`.
+            let words = column.words[segment].load(Ordering::Acquire);
+            let values = column.values[segment].load(Ordering::Acquire);
+            if words.is_null() || values.is_null() {
+                // Claimed by an insert that has not allocated it yet: no
+                // position in it holds a value.
+                continue;
+            }
+            let len = (segment_end - start) as usize;
+            return Some(Run {
+                // SAFETY: the segment holds `len(segment)` initialised words
+                // from `offset` on at least `len` (the range ends within the
+                // segment and below the limit); it lives as long as the column.
+                words: unsafe { core::slice::from_raw_parts(words.add(offset), len) },
+                values: values.wrapping_add(offset),
+            });
+        }
+        None
+    }
+}
+
+impl<T> Drop for Column<T> {
+    fn drop(&mut self) {
+        for segment in 0..SEGMENTS {
+            if self.start(segment) >= self.limit as u64 {
+                break;
+            }
+            let len = self.len(segment);
+            // Relaxed: `&mut self`, nobody else uses the column.
+            let words = self.words[segment].load(Ordering::Relaxed);
+            if !words.is_null() {
+                // SAFETY: `words` came from `Box::into_raw` of `len` words in
+                // `allocate`, and `&mut self` means no one else uses them.
+                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(words, len)) });
+            }
+            let values = self.values[segment].load(Ordering::Relaxed);
+            if !values.is_null() {
+                // SAFETY: `values` came from `new_values(len)` in `allocate`;
+                // the pool has dropped every value in it (a column never
+                // drops values), and no one else uses it.
+                unsafe { free_values(values, len) };
+            }
+        }
+    }
+}
+
+/// [`Column::cell`]'s panic, out of line.
+#[cold]
+#[inline(never)]
+fn never_allocated(position: u32) -> ! {
+    panic!("handle-pool bug: dense position {position} was handed out but never allocated")
+}
+
+/// `len` words, each `FRESH` (zero). With std atomics a zeroed allocation
+/// is that (large segments then come from the OS as untouched zero pages);
+/// loom's atomics must be constructed.
+#[cfg(not(all(test, handle_pool_loom)))]
+fn new_words(len: usize) -> Box<[AtomicU64]> {
+    let layout = Layout::array::<AtomicU64>(len).expect("a segment fits the address space");
+    if layout.size() == 0 {
+        return Box::new([]);
+    }
+    // SAFETY: the layout has a non-zero size (checked above).
+    let words = unsafe { alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+    if words.is_null() {
+        alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: a fresh allocation with the layout of `[AtomicU64; len]`, as
+    // `Box<[AtomicU64]>` expects, and all-zero bytes are a valid `AtomicU64`.
+    unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(words, len)) }
+}
+
+#[cfg(all(test, handle_pool_loom))]
+fn new_words(len: usize) -> Box<[AtomicU64]> {
+    (0..len).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// Room for `len` values, uninitialised (dangling when it takes no bytes).
+fn new_values<T>(len: usize) -> *mut T {
+    let layout = Layout::array::<T>(len).expect("a segment fits the address space");
+    if layout.size() == 0 {
+        return NonNull::dangling().as_ptr();
+    }
+    // SAFETY: the layout has a non-zero size (checked above).
+    let values = unsafe { alloc::alloc(layout) }.cast::<T>();
+    if values.is_null() {
+        alloc::handle_alloc_error(layout);
+    }
+    values
+}
+
+/// Frees room that [`new_values`] made.
+///
+/// # Safety
+/// `values` came from `new_values::<T>(len)`, holds no value that still
+/// needs dropping, and is not used afterwards.
+unsafe fn free_values<T>(values: *mut T, len: usize) {
+    let layout = Layout::array::<T>(len).expect("a segment fits the address space");
+    if layout.size() != 0 {
+        // SAFETY: the caller guarantees `values` came from `alloc` with this
+        // layout and is not used again.
+        unsafe { alloc::dealloc(values.cast::<u8>(), layout) };
+    }
+}

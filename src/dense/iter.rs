@@ -1,0 +1,441 @@
+//! Iterators over a dense pool: under `&self` over the positions in use,
+//! skipping holes; under `&mut self` over the live values, which
+//! compaction has made dense, segment by segment.
+
+use core::iter::FusedIterator;
+use core::marker::PhantomData;
+
+use crate::handle::{Handle, PoolHandle};
+use crate::slot::{drop_catching, keep_first};
+use crate::sync::{AtomicU64, Ordering};
+
+use super::column::Runs;
+use super::index::{handle_in, holds_value};
+use super::raw::RawDense;
+
+/// `(handle, &value)` for the positions in use, holes skipped: the cursor
+/// under [`Iter`] and [`Values`].
+///
+/// It holds no guard, only the column and a range of positions: the guard
+/// given to `iter` (a `Guard`, so announced) is borrowed for `'g` by whoever
+/// made it, and every visit happens after its announcement, so a value
+/// seen `OCCUPIED` here is not dropped before `'g` ends (see `get`).
+struct Entries<'g, T> {
+    runs: Runs<'g, T>,
+    /// The words of the current run not visited yet.
+    words: core::slice::Iter<'g, AtomicU64>,
+    /// The value cell of the next word in `words`.
+    values: *const T,
+}
+
+impl<'g, T> Entries<'g, T> {
+    fn new(raw: &'g RawDense<T>) -> Self {
+        Entries {
+            runs: raw.column.runs(0, raw.end()),
+            words: [].iter(),
+            values: core::ptr::null(),
+        }
+    }
+
+    /// Upper bound on the items left: the positions left to visit.
+    fn bound(&self) -> usize {
+        self.words.len() + self.runs.positions_left()
+    }
+}
+
+impl<'g, T> Iterator for Entries<'g, T> {
+    type Item = (Handle, &'g T);
+
+    #[inline]
+    fn next(&mut self) -> Option<(Handle, &'g T)> {
+        loop {
+            for word in self.words.by_ref() {
+                let value = self.values;
+                self.values = value.wrapping_add(1);
+                // Acquire pairs with the Release store in `Claim::publish`:
+                // the value is initialised once the word says OCCUPIED.
+                let word = word.load(Ordering::Acquire);
+                if holds_value(word) {
+                    // SAFETY: OCCUPIED (Acquire), so initialised; protected
+                    // for 'g by the guard (see the type's docs), and only
+                    // `&mut` moves values.
+                    return Some((handle_in(word), unsafe { &*value }));
+                }
+            }
+            let run = self.runs.next()?;
+            self.words = run.words.iter();
+            self.values = run.values;
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.bound()))
+    }
+
+    /// A loop per run, for `sum`, `for_each` and the like.
+    #[inline]
+    fn fold<B, F>(self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        let mut visit = |words: &'g [AtomicU64], values: *const T, acc: B| {
+            let mut acc = acc;
+            for (offset, word) in words.iter().enumerate() {
+                // Acquire: as in `next`.
+                let word = word.load(Ordering::Acquire);
+                if holds_value(word) {
+                    // SAFETY: as in `next`; `offset` is within the run.
+                    acc = f(acc, (handle_in(word), unsafe { &*values.add(offset) }));
+                }
+            }
+            acc
+        };
+        acc = visit(self.words.as_slice(), self.values, acc);
+        for run in self.runs {
+            acc = visit(run.words, run.values, acc);
+        }
+        acc
+    }
+}
+
+/// Iterator over `(handle, &value)`, from [`DensePool::iter`](super::DensePool::iter):
+/// the positions in use, in order, holes skipped.
+///
+/// Each item was in the pool when its position was visited.
+///
+/// ```
+/// let pool: handle_pool::DensePool<u8> = handle_pool::DensePool::new();
+/// pool.insert(1);
+/// pool.insert(2);
+/// let guard = handle_pool::pin();
+/// assert_eq!(pool.iter(&guard).map(|(_, v)| *v as u32).sum::<u32>(), 3);
+/// ```
+pub struct Iter<'g, T, H> {
+    entries: Entries<'g, T>,
+    _handle: PhantomData<fn() -> H>,
+}
+
+impl<'g, T, H> Iter<'g, T, H> {
+    pub(super) fn new(raw: &'g RawDense<T>) -> Self {
+        Iter {
+            entries: Entries::new(raw),
+            _handle: PhantomData,
+        }
+    }
+}
+
+impl<'g, T, H: PoolHandle> Iterator for Iter<'g, T, H> {
+    type Item = (H, &'g T);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (handle, value) = self.entries.next()?;
+        Some((H::from_handle(handle), value))
+    }
+
+    /// `(0, Some(positions left to visit))`.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+
+    #[inline]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(self, init: B, mut f: F) -> B {
+        self.entries.fold(init, |acc, (handle, value)| {
+            f(acc, (H::from_handle(handle), value))
+        })
+    }
+}
+
+impl<T, H: PoolHandle> FusedIterator for Iter<'_, T, H> {}
+
+/// Iterator over `&value`, from [`DensePool::values`](super::DensePool::values),
+/// with the guarantees of [`Iter`].
+///
+/// ```
+/// let pool: handle_pool::DensePool<u32> = (1..=4).collect();
+/// let guard = handle_pool::pin();
+/// assert_eq!(pool.values(&guard).sum::<u32>(), 10);
+/// ```
+pub struct Values<'g, T> {
+    entries: Entries<'g, T>,
+}
+
+impl<'g, T> Values<'g, T> {
+    pub(super) fn new(raw: &'g RawDense<T>) -> Self {
+        Values {
+            entries: Entries::new(raw),
+        }
+    }
+}
+
+impl<'g, T> Iterator for Values<'g, T> {
+    type Item = &'g T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'g T> {
+        self.entries.next().map(|(_, value)| value)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+
+    #[inline]
+    fn fold<B, F: FnMut(B, &'g T) -> B>(self, init: B, mut f: F) -> B {
+        self.entries.fold(init, |acc, (_, value)| f(acc, value))
+    }
+}
+
+impl<T> FusedIterator for Values<'_, T> {}
+
+// SAFETY: `Iter` and `Values` hand out `&T` (and handles) from positions
+// the guard protects, read through atomics and a pointer into the column:
+// sending or sharing one sends or shares those `&T`, which needs `T: Sync`,
+// as for `std::slice::Iter`.
+unsafe impl<T: Sync, H> Send for Iter<'_, T, H> {}
+// SAFETY: as above; `&Iter` reaches nothing (`next` needs `&mut`).
+unsafe impl<T: Sync, H> Sync for Iter<'_, T, H> {}
+// SAFETY: as for `Iter`.
+unsafe impl<T: Sync> Send for Values<'_, T> {}
+// SAFETY: as for `Iter`.
+unsafe impl<T: Sync> Sync for Values<'_, T> {}
+
+/// Iterator over `(handle, &mut value)`, from
+/// [`DensePool::iter_mut`](super::DensePool::iter_mut): the live values in
+/// position order, after compaction.
+///
+/// ```
+/// let mut pool: handle_pool::DensePool<u8> = (1..=3).collect();
+/// pool.iter_mut().for_each(|(_, v)| *v *= 2);
+/// assert_eq!(pool.values_mut().map(|v| *v as u32).sum::<u32>(), 12);
+/// ```
+pub struct IterMut<'a, T, H> {
+    runs: Runs<'a, T>,
+    words: core::slice::Iter<'a, AtomicU64>,
+    values: core::slice::IterMut<'a, T>,
+    left: usize,
+    _handle: PhantomData<fn() -> H>,
+}
+
+impl<'a, T, H> IterMut<'a, T, H> {
+    /// The live values of `raw`, which the caller has just compacted and
+    /// borrows mutably for `'a`.
+    pub(super) fn new(raw: &'a mut RawDense<T>) -> Self {
+        IterMut {
+            runs: raw.column.runs(0, raw.round.len),
+            words: [].iter(),
+            values: [].iter_mut(),
+            left: raw.round.len as usize,
+            _handle: PhantomData,
+        }
+    }
+}
+
+impl<'a, T, H: PoolHandle> Iterator for IterMut<'a, T, H> {
+    type Item = (H, &'a mut T);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let (Some(word), Some(value)) = (self.words.next(), self.values.next()) {
+                self.left -= 1;
+                // Relaxed: the pool is borrowed mutably.
+                return Some((
+                    H::from_handle(handle_in(word.load(Ordering::Relaxed))),
+                    value,
+                ));
+            }
+            let run = self.runs.next()?;
+            self.words = run.words.iter();
+            // SAFETY: the run's positions are live (below the compacted
+            // length) and the pool is borrowed mutably for 'a: their values
+            // are initialised, and handed out once each.
+            self.values = unsafe { run.values_mut() }.iter_mut();
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<T, H: PoolHandle> ExactSizeIterator for IterMut<'_, T, H> {}
+impl<T, H: PoolHandle> FusedIterator for IterMut<'_, T, H> {}
+
+/// Iterator over `&mut value`, from
+/// [`DensePool::values_mut`](super::DensePool::values_mut): the live values
+/// in position order, one slice per segment.
+///
+/// ```
+/// let mut pool: handle_pool::DensePool<u32> = (1..=4).collect();
+/// for v in pool.values_mut() { *v *= 10; }
+/// assert_eq!(pool.values_mut().map(|v| *v).sum::<u32>(), 100);
+/// ```
+pub struct ValuesMut<'a, T> {
+    slices: SlicesMut<'a, T>,
+    values: core::slice::IterMut<'a, T>,
+    left: usize,
+}
+
+impl<'a, T> ValuesMut<'a, T> {
+    pub(super) fn new(raw: &'a mut RawDense<T>) -> Self {
+        let left = raw.round.len as usize;
+        ValuesMut {
+            slices: SlicesMut::new(raw),
+            values: [].iter_mut(),
+            left,
+        }
+    }
+}
+
+impl<'a, T> Iterator for ValuesMut<'a, T> {
+    type Item = &'a mut T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a mut T> {
+        loop {
+            if let Some(value) = self.values.next() {
+                self.left -= 1;
+                return Some(value);
+            }
+            self.values = self.slices.next()?.iter_mut();
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+
+    /// A loop per slice, which the compiler can vectorise.
+    #[inline]
+    fn fold<B, F: FnMut(B, &'a mut T) -> B>(self, init: B, mut f: F) -> B {
+        let mut acc = self.values.fold(init, &mut f);
+        for slice in self.slices {
+            acc = slice.iter_mut().fold(acc, &mut f);
+        }
+        acc
+    }
+}
+
+impl<T> ExactSizeIterator for ValuesMut<'_, T> {}
+impl<T> FusedIterator for ValuesMut<'_, T> {}
+
+/// Iterator over the live values as slices, from
+/// [`DensePool::as_mut_slices`](super::DensePool::as_mut_slices): one per
+/// segment of the column, in position order, so that the first slice
+/// starts at position 0 and each next one where the previous ended.
+///
+/// ```
+/// let mut pool: handle_pool::DensePool<u64> = (0..1000).collect();
+/// let mut seen = 0;
+/// for slice in pool.as_mut_slices() {
+///     for v in slice.iter_mut() { *v += 1; }
+///     seen += slice.len();
+/// }
+/// assert_eq!(seen, 1000);
+/// ```
+pub struct SlicesMut<'a, T> {
+    runs: Runs<'a, T>,
+    _values: PhantomData<&'a mut T>,
+}
+
+impl<'a, T> SlicesMut<'a, T> {
+    pub(super) fn new(raw: &'a mut RawDense<T>) -> Self {
+        SlicesMut {
+            runs: raw.column.runs(0, raw.round.len),
+            _values: PhantomData,
+        }
+    }
+}
+
+impl<'a, T> Iterator for SlicesMut<'a, T> {
+    type Item = &'a mut [T];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a mut [T]> {
+        let run = self.runs.next()?;
+        // SAFETY: the run's positions are live (below the compacted length)
+        // and the pool is borrowed mutably for 'a: the values are
+        // initialised, and each run is handed out once.
+        Some(unsafe { run.values_mut() })
+    }
+}
+
+impl<T> FusedIterator for SlicesMut<'_, T> {}
+
+// SAFETY: these hand out `&mut T` (and handles), one per live position,
+// from a pool borrowed mutably: sending one sends those `&mut T`, which
+// needs `T: Send`, as for `std::slice::IterMut`; their own state is a
+// cursor and a shared borrow of the column's segment pointers, only loaded.
+unsafe impl<T: Send, H> Send for IterMut<'_, T, H> {}
+// SAFETY: `&IterMut` reaches nothing (`next` needs `&mut`); `Sync` follows
+// `T: Sync`, as for `std::slice::IterMut`.
+unsafe impl<T: Sync, H> Sync for IterMut<'_, T, H> {}
+// SAFETY: as for `IterMut`.
+unsafe impl<T: Send> Send for ValuesMut<'_, T> {}
+// SAFETY: as for `IterMut`.
+unsafe impl<T: Sync> Sync for ValuesMut<'_, T> {}
+// SAFETY: as for `IterMut`.
+unsafe impl<T: Send> Send for SlicesMut<'_, T> {}
+// SAFETY: as for `IterMut`.
+unsafe impl<T: Sync> Sync for SlicesMut<'_, T> {}
+
+/// Draining iterator over `(handle, value)`, from
+/// [`DensePool::drain`](super::DensePool::drain): takes the values from the
+/// last position down, so the pool stays dense at every step.
+///
+/// Dropping it early removes (and drops) the values not yet yielded.
+///
+/// ```
+/// let mut pool: handle_pool::DensePool<u8> = (1..=3).collect();
+/// let last = pool.drain().next();
+/// assert_eq!(last.map(|(_, v)| v), Some(3));
+/// assert!(pool.is_empty());
+/// ```
+pub struct Drain<'a, T, H> {
+    raw: &'a mut RawDense<T>,
+    _handle: PhantomData<fn() -> H>,
+}
+
+impl<'a, T, H> Drain<'a, T, H> {
+    pub(super) fn new(raw: &'a mut RawDense<T>) -> Self {
+        Drain {
+            raw,
+            _handle: PhantomData,
+        }
+    }
+}
+
+impl<T, H: PoolHandle> Iterator for Drain<'_, T, H> {
+    type Item = (H, T);
+
+    fn next(&mut self) -> Option<(H, T)> {
+        let last = self.raw.round.len.checked_sub(1)?;
+        let (handle, value) = self.raw.swap_remove(last);
+        Some((H::from_handle(handle), value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.raw.round.len as usize;
+        (left, Some(left))
+    }
+}
+
+impl<T, H: PoolHandle> ExactSizeIterator for Drain<'_, T, H> {}
+impl<T, H: PoolHandle> FusedIterator for Drain<'_, T, H> {}
+
+impl<T, H> Drop for Drain<'_, T, H> {
+    /// Drops the values not taken, every one even if some `Drop` panics,
+    /// then re-raises the first such panic.
+    fn drop(&mut self) {
+        let mut first_panic = None;
+        while let Some(last) = self.raw.round.len.checked_sub(1) {
+            let (_, value) = self.raw.swap_remove(last);
+            keep_first(&mut first_panic, drop_catching(value));
+        }
+        if let Some(panic) = first_panic {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
