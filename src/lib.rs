@@ -25,6 +25,7 @@ mod reader;
 mod reclaim;
 pub mod reference;
 mod region;
+pub mod secondary;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod slot;
@@ -62,6 +63,7 @@ pub use par::{ParDrain, ParIter, ParIterMut, ParValuesMut};
 pub use pool::HandlePool;
 pub use reader::Reader;
 pub use reference::ReferenceTable;
+pub use secondary::SecondaryMap;
 
 #[cfg(feature = "serde")]
 #[doc(hidden)]
@@ -92,4 +94,6 @@ macro_rules! __serde_handle {
 #[doc = include_str!("../docs/magazine.md")]
 #[doc = "\n# Reclamation\n"]
 #[doc = include_str!("../docs/reclaim.md")]
+#[doc = "\n# Secondary maps\n"]
+#[doc = include_str!("../docs/secondary.md")]
 pub mod design {}
