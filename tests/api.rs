@@ -26,5 +26,7 @@ mod generations;
 mod handles;
 #[path = "api/regressions.rs"]
 mod regressions;
+#[path = "api/secondary.rs"]
+mod secondary;
 #[path = "api/traits.rs"]
 mod traits;

@@ -1,7 +1,8 @@
 //! Many threads at once: ownership under churn, racing removes, references
 //! held across removes, capacity under churn (`stress`), handles handed
-//! between threads through a `Relaxed` mailbox (`handoff`), and the platform
-//! failing under the pool: refused fences, signal handlers (`faults`).
+//! between threads through a `Relaxed` mailbox (`handoff`), the platform
+//! failing under the pool: refused fences, signal handlers (`faults`), and
+//! a `SecondaryMap` shared by workers while its primary churns (`secondary`).
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -13,6 +14,8 @@ mod common;
 mod faults;
 #[path = "concurrency/handoff.rs"]
 mod handoff;
+#[path = "concurrency/secondary.rs"]
+mod secondary;
 #[path = "concurrency/stress.rs"]
 mod stress;
 

@@ -12,6 +12,11 @@ use handle_pool::{pin, Config, Handle, HandlePool};
 mod common;
 use common::{with_batch as batch_config, Log, PinnedThread, Tracked};
 
+// `SecondaryMap`'s drop counting lives in `tests/drops/` (a crate root's
+// modules would be looked for next to it, in `tests/`).
+#[path = "drops/secondary.rs"]
+mod secondary;
+
 /// Tries `done` until it holds, for at most a few seconds. (The pins and
 /// flushes between tries touch only crossbeam-epoch's own state, which the
 /// pool's reclamation no longer goes through.)

@@ -1,6 +1,7 @@
 //! Random operation sequences checked against an oracle: the proptest model
-//! against `ReferenceTable` (`model`) and the differential test against
-//! `slotmap::SlotMap` (`differential_slotmap`).
+//! against `ReferenceTable` (`model`) and the differential tests against
+//! `slotmap::SlotMap` (`differential_slotmap`) and `slotmap::SecondaryMap`
+//! (`secondary`).
 //!
 //! proptest keeps the failing cases it finds next to the source file of the
 //! test (`tests/model/<module>.proptest-regressions`) and replays them first.
@@ -13,3 +14,5 @@ mod common;
 mod differential_slotmap;
 #[path = "model/model.rs"]
 mod model;
+#[path = "model/secondary.rs"]
+mod secondary;

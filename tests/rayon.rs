@@ -14,6 +14,11 @@ use rayon::prelude::*;
 mod common;
 use common::{Alive, Log, Rng, Tracked};
 
+// `SecondaryMap` with rayon lives in `tests/rayon/` (a crate root's modules
+// would be looked for next to it, in `tests/`).
+#[path = "rayon/secondary.rs"]
+mod secondary;
+
 /// Enough values to fill many buckets, so splits cross bucket boundaries.
 const N: usize = 100_000;
 

@@ -15,6 +15,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+// `SecondaryMap` with serde lives in `tests/serde/` (a crate root's modules
+// would be looked for next to it, in `tests/`).
+#[path = "serde/secondary.rs"]
+mod secondary;
+
 // ---------------------------------------------------------------------------
 // Allocation accounting, per thread (tests run on threads of their own).
 
