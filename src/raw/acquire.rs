@@ -120,6 +120,13 @@ impl<T> RawPool<T> {
 
     /// Moves reusable slots of another stripe to `home` and pops one there:
     /// a run off its free list, else its ready batches.
+    ///
+    /// With [`Take::QuietOnly`], a busy stripe's shared free list is taken
+    /// too when its magazine's owner holds free slots of its own: the
+    /// owner's next inserts come from its magazine, and its next refill
+    /// takes a batch at most, so what waits on the shared list beyond is
+    /// nobody's next insert (a slow owner's stripe, say, that once freed a
+    /// million). Its sealed batches are left to it.
     pub(super) fn take_from_others(
         &self,
         home: StripeIndex,
@@ -128,12 +135,15 @@ impl<T> RawPool<T> {
         // Looked up at the first quiet stripe with something to take.
         let mut own_on_the_way = None;
         for other in self.stripes.others(home) {
-            let has_free = !self.stripes[other].free.looks_empty();
+            let stripe = &self.stripes[other];
+            let has_free = !stripe.free.looks_empty();
             if !has_free && !self.reclaimer.has_sealed(other) {
                 continue;
             }
+            let quiet = take == Take::Any || stripe.is_quiet();
+            let spare = has_free && stripe.magazine.has_free();
             if take == Take::QuietOnly
-                && (!self.stripes[other].is_quiet()
+                && (!(quiet || spare)
                     || *own_on_the_way.get_or_insert_with(|| self.own_on_the_way(home)))
             {
                 continue;
@@ -142,7 +152,7 @@ impl<T> RawPool<T> {
                 && self
                     .stripes
                     .move_run(&self.storage, other, home, self.config.batch);
-            if moved || self.reclaim_into(other, home) {
+            if moved || (quiet && self.reclaim_into(other, home)) {
                 crate::events::count(crate::events::Event::TakeFromOther);
                 if let Some(found) = self.pop_from(home) {
                     return Some(found);
