@@ -87,8 +87,8 @@ fn writers_holding_guards_never_wait_for_each_other() {
 #[test]
 fn a_slow_magazine_owner_does_not_keep_its_stripes_free_slots() {
     let _serial = serial();
-    const FREED: usize = 100_000;
-    const STRIPES: usize = 64;
+    const FREED: usize = 400_000;
+    const STRIPES: usize = 8;
     const BATCH: usize = 128;
     let pool: HandlePool<u64> = HandlePool::with_config(Config {
         stripes: STRIPES,
