@@ -31,4 +31,5 @@ mod magazine;
 mod read;
 mod reclaim;
 mod remove;
+mod secondary;
 mod thread_id;
