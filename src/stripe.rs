@@ -81,8 +81,9 @@ impl Stripe {
     }
 
     /// Notes the inserts so far: quiet, until the next insert, if there
-    /// were none since the previous note.
-    fn note_inserts(&self) {
+    /// were none since the previous note. A sweep notes the stripe it
+    /// visits, so a stripe is found quiet by removals alone too.
+    pub(crate) fn note_inserts(&self) {
         let inserts = u64::from(self.inserts());
         let idle = self.noted_inserts.swap(inserts, Ordering::Relaxed) == inserts;
         let quiet_at = if idle { inserts } else { NOT_QUIET };

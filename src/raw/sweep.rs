@@ -81,6 +81,10 @@ impl<T> RawPool<T> {
                 self.reclaimer.seal(target, batch);
             }
         }
+        // Noted here too, not only by inserts' sweeps: with no insert
+        // anywhere, an idle thread's sealed batch would otherwise never
+        // be found quiet, and never reclaimed by removals elsewhere.
+        stripe.note_inserts();
         if target == from || stripe.is_quiet() {
             self.reclaim_into(target, target);
         }

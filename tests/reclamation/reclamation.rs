@@ -236,6 +236,45 @@ fn removed_values_are_dropped_after_bounded_later_removes_without_inserts() {
     );
 }
 
+/// A thread removes a partial batch of values and then blocks, alive,
+/// while another thread only removes and looks up (no insert anywhere):
+/// the sweeps that the removals run find the idle stripe quiet, and its
+/// batch is reclaimed, within a bounded number of removals (before, only
+/// inserts marked a stripe quiet, and the values stayed forever).
+#[test]
+fn an_idle_threads_partial_batch_is_dropped_by_removals_elsewhere_without_inserts() {
+    let _serial = serial();
+    let alive = Alive::new();
+    let pool: HandlePool<Counted> = HandlePool::new();
+    let fillers: Vec<_> = (0..40_960).map(|_| pool.insert(Alive::new().value())).collect();
+    let (removed_tx, removed_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let (pool, alive) = (&pool, &alive);
+        s.spawn(move || {
+            let handles: Vec<_> = (0..63).map(|_| pool.insert(alive.value())).collect();
+            for handle in handles {
+                assert!(pool.remove(handle));
+            }
+            removed_tx.send(()).unwrap();
+            // Blocked, alive: its partial batch stays where it left it.
+            done_rx.recv().unwrap();
+        });
+        removed_rx.recv().unwrap();
+        for (i, &handle) in fillers.iter().enumerate() {
+            assert!(pool.remove(handle));
+            assert!(!pool.contains(handle));
+            if alive.count() == 0 {
+                eprintln!("dropped after {} removals elsewhere", i + 1);
+                break;
+            }
+        }
+        let left = alive.count();
+        done_tx.send(()).unwrap();
+        assert_eq!(left, 0, "{left} of 63 removed values alive after 40,960 removals elsewhere");
+    });
+}
+
 /// A thread inserts and removes `removed` values (with `remove_many` or
 /// one `remove` at a time) and then idles, alive, while this thread churns
 /// other values: every one of them must be dropped within `pairs_limit`
