@@ -5,6 +5,13 @@
 //! Valid indices are `0..=MAX_INDEX` (`u32::MAX` ends the free lists inside the
 //! pool) and valid generations are `1..=MAX_GENERATION` (the slot word spends
 //! two of its 32 generation bits on the slot state; see `slot`).
+//!
+//! The null handle is index `u32::MAX`, generation `MAX_GENERATION`: no
+//! pool ever resolves it, since no slot has index `u32::MAX` (indices stop
+//! at `MAX_INDEX`, and `u32::MAX` ends the free lists), so no slot word
+//! equals its bits (an `OCCUPIED` word is a handle's bits, whose index is
+//! the slot's own); and its generation is that of a retired slot, in range,
+//! so code that checks a handle's generation meets nothing new.
 
 use core::fmt;
 use core::hash::Hash;
@@ -16,6 +23,10 @@ use core::num::NonZeroU64;
 /// use handle_pool::{Handle, MAX_INDEX};
 /// assert!(Handle::from_bits((1 << 32) | MAX_INDEX as u64).is_some());
 /// assert!(Handle::from_bits((1 << 32) | u32::MAX as u64).is_none());
+/// // Past it, only the null handle's bits are a handle:
+/// let null = Handle::null().to_bits();
+/// assert_eq!(null as u32, u32::MAX);
+/// assert!(Handle::from_bits(null).unwrap().is_null());
 /// ```
 pub const MAX_INDEX: u32 = u32::MAX - 1;
 
@@ -31,6 +42,9 @@ pub const MAX_GENERATION: u32 = (1 << 30) - 1;
 
 const INDEX_BITS: u32 = 32;
 
+/// The null handle's bits: index `u32::MAX`, generation `MAX_GENERATION`.
+const NULL_BITS: u64 = ((MAX_GENERATION as u64) << INDEX_BITS) | u32::MAX as u64;
+
 /// A handle to a value in a [`HandlePool`](crate::HandlePool): slot index and generation.
 ///
 /// Handles are `Copy`, 8 bytes (also inside an `Option`) and never dangle: once
@@ -44,6 +58,28 @@ const INDEX_BITS: u32 = 32;
 /// let h: Handle = pool.insert("value");
 /// assert_eq!(Handle::from_bits(h.to_bits()), Some(h));
 /// assert_eq!(std::mem::size_of::<Option<Handle>>(), 8);
+/// assert_eq!(format!("{h:?}"), "Handle(0v1)"); // index 0, generation 1
+/// ```
+///
+/// [`Handle::null()`] (also `Handle::default()`) is a handle that no pool
+/// ever resolves, for a field that has no value to refer to yet.
+///
+/// A handle does not know its pool. Given to another pool with the same
+/// handle type, it finds whatever that pool holds in the same slot under the
+/// same generation, as a slotmap key does in another `SlotMap`; it is
+/// checked like any other handle, so this is a logic error, never undefined
+/// behaviour. Distinct handle types made with
+/// [`new_handle_type!`](crate::new_handle_type) keep pools of different
+/// kinds apart at compile time:
+///
+/// ```
+/// use handle_pool::HandlePool;
+///
+/// let a = HandlePool::new();
+/// let b = HandlePool::new();
+/// let ha = a.insert("in a");
+/// b.insert("in b");
+/// assert_eq!(b.get_cloned(ha), Some("in b")); // same index, same generation
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
@@ -61,7 +97,47 @@ impl Handle {
         }
     }
 
-    /// The slot index.
+    /// The null handle: a handle no pool ever resolves (every lookup finds
+    /// nothing, every removal removes nothing), for a field that refers to
+    /// nothing yet. The same as `Handle::default()`.
+    ///
+    /// Its index is `u32::MAX`, which no slot has (indices stop at
+    /// [`MAX_INDEX`]); its generation is [`MAX_GENERATION`].
+    ///
+    /// ```
+    /// use handle_pool::{Handle, HandlePool};
+    ///
+    /// let pool = HandlePool::new();
+    /// pool.insert("value");
+    /// let nothing = Handle::null();
+    /// assert!(nothing.is_null() && !pool.contains(nothing));
+    /// assert!(!pool.remove(nothing));
+    /// assert_eq!(Handle::default(), nothing);
+    /// assert_eq!(Handle::from_bits(nothing.to_bits()), Some(nothing));
+    /// assert_eq!(format!("{nothing:?}"), "Handle(null)");
+    /// ```
+    #[inline]
+    pub const fn null() -> Self {
+        match NonZeroU64::new(NULL_BITS) {
+            Some(bits) => Handle(bits),
+            None => panic!("the null handle's bits are not zero"),
+        }
+    }
+
+    /// Whether this is the [null](Self::null) handle.
+    ///
+    /// ```
+    /// use handle_pool::{Handle, HandlePool};
+    /// let pool = HandlePool::new();
+    /// assert!(!pool.insert(1).is_null());
+    /// assert!(Handle::null().is_null());
+    /// ```
+    #[inline]
+    pub const fn is_null(self) -> bool {
+        self.0.get() == NULL_BITS
+    }
+
+    /// The slot index (`u32::MAX` for the [null](Self::null) handle).
     ///
     /// ```
     /// # use handle_pool::HandlePool;
@@ -75,7 +151,8 @@ impl Handle {
     }
 
     /// The generation: how many times the slot had been filled when this
-    /// handle was made (starting at 1).
+    /// handle was made (starting at 1; [`MAX_GENERATION`] for the
+    /// [null](Self::null) handle).
     ///
     /// ```
     /// # use handle_pool::HandlePool;
@@ -100,9 +177,12 @@ impl Handle {
         self.0.get()
     }
 
-    /// The handle with these bits, or `None` if no insert could ever produce
-    /// them (generation 0 or above [`MAX_GENERATION`], index above
-    /// [`MAX_INDEX`]). When it returns `Some(h)`, `h.to_bits() == bits`.
+    /// The handle with these bits: one an insert could produce, or the
+    /// [null](Self::null) handle (whose bits a program may have stored);
+    /// `None` for any other bits (generation 0 or above
+    /// [`MAX_GENERATION`], index above [`MAX_INDEX`] but the null
+    /// handle's). When it returns
+    /// `Some(h)`, `h.to_bits() == bits`.
     ///
     /// A handle made from bits is checked by every pool operation like any
     /// other: a forged one simply finds nothing.
@@ -116,6 +196,9 @@ impl Handle {
     /// ```
     #[inline]
     pub const fn from_bits(bits: u64) -> Option<Self> {
+        if bits == NULL_BITS {
+            return Some(Self::null());
+        }
         let index = bits as u32;
         let generation = (bits >> INDEX_BITS) as u32;
         if index > MAX_INDEX || generation == 0 || generation > MAX_GENERATION {
@@ -123,14 +206,33 @@ impl Handle {
         }
         Some(Self::new(index, generation))
     }
+
+    /// Writes the handle as every handle type's `Debug` does: `Name(IvG)`
+    /// for index `I` and generation `G`, or `Name(null)`. For
+    /// [`new_handle_type!`](crate::new_handle_type); not part of the API.
+    #[doc(hidden)]
+    pub fn __debug_as(self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_null() {
+            write!(f, "{name}(null)")
+        } else {
+            write!(f, "{name}({}v{})", self.index(), self.generation())
+        }
+    }
 }
 
+/// The [null](Handle::null) handle.
+impl Default for Handle {
+    #[inline]
+    fn default() -> Self {
+        Self::null()
+    }
+}
+
+/// `Handle(IvG)`: index `I`, generation `G` (`Handle(null)` for the null
+/// handle); typed handles print the same with their own name.
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Handle")
-            .field("index", &self.index())
-            .field("generation", &self.generation())
-            .finish()
+        self.__debug_as("Handle", f)
     }
 }
 
@@ -193,7 +295,9 @@ impl PoolHandle for Handle {
 /// handle of one pool cannot be passed to a pool of another kind by mistake.
 ///
 /// Each type is a `Copy` newtype over [`Handle`] with the same size, niche,
-/// ordering and `to_bits`/`from_bits`.
+/// ordering and methods: `index`, `generation`, `to_bits`, `from_bits`,
+/// `null`, `is_null`, `Default` (the null handle), and a `Debug` that
+/// prints `Name(IvG)` as [`Handle`]'s prints `Handle(IvG)`.
 ///
 /// ```
 /// use handle_pool::{new_handle_type, HandlePool};
@@ -208,6 +312,10 @@ impl PoolHandle for Handle {
 /// let entities: HandlePool<&str, EntityHandle> = HandlePool::with_handle_type();
 /// let e: EntityHandle = entities.insert("player");
 /// assert_eq!(entities.with(e, |name| name.len()), Some(6));
+/// assert_eq!((e.index(), e.generation()), (0, 1));
+/// assert_eq!(format!("{e:?}"), "EntityHandle(0v1)");
+/// assert!(EntityHandle::default().is_null());
+/// assert!(!entities.contains(EntityHandle::null()));
 /// ```
 ///
 /// A handle of the wrong type does not compile:
@@ -228,22 +336,56 @@ macro_rules! new_handle_type {
         #[repr(transparent)]
         $vis struct $name($crate::Handle);
 
+        #[allow(dead_code)]
         impl $name {
+            /// The slot index (`u32::MAX` for the null handle).
+            #[inline]
+            $vis const fn index(self) -> u32 {
+                self.0.index()
+            }
+
+            /// The generation: how many times the slot had been filled when
+            /// this handle was made (starting at 1; `MAX_GENERATION` for
+            /// the null handle).
+            #[inline]
+            $vis const fn generation(self) -> u32 {
+                self.0.generation()
+            }
+
             /// The handle as a `u64`.
             #[inline]
-            #[allow(dead_code)]
             $vis const fn to_bits(self) -> u64 {
                 self.0.to_bits()
             }
 
-            /// The handle with these bits, or `None` if no insert could produce them.
+            /// The handle with these bits, or `None` if no insert could
+            /// produce them (the null handle's bits give the null handle).
             #[inline]
-            #[allow(dead_code)]
             $vis const fn from_bits(bits: u64) -> ::core::option::Option<Self> {
                 match $crate::Handle::from_bits(bits) {
                     ::core::option::Option::Some(h) => ::core::option::Option::Some($name(h)),
                     ::core::option::Option::None => ::core::option::Option::None,
                 }
+            }
+
+            /// The null handle, which no pool ever resolves (also `Default`).
+            #[inline]
+            $vis const fn null() -> Self {
+                $name($crate::Handle::null())
+            }
+
+            /// Whether this is the null handle.
+            #[inline]
+            $vis const fn is_null(self) -> bool {
+                self.0.is_null()
+            }
+        }
+
+        impl ::core::default::Default for $name {
+            /// The null handle.
+            #[inline]
+            fn default() -> Self {
+                $name::null()
             }
         }
 
@@ -267,7 +409,7 @@ macro_rules! new_handle_type {
 
         impl ::core::fmt::Debug for $name {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                ::core::write!(f, "{}({}v{})", ::core::stringify!($name), self.0.index(), self.0.generation())
+                self.0.__debug_as(::core::stringify!($name), f)
             }
         }
 
