@@ -11,6 +11,7 @@
 //! caller protects with the same guard.
 
 use core::fmt;
+use core::marker::PhantomData;
 use core::ops::Deref;
 
 /// Protection for references into every pool, and a pinned participant of
@@ -23,6 +24,10 @@ use core::ops::Deref;
 /// It dereferences to the underlying [`crossbeam_epoch::Guard`], so the same
 /// pin also protects other crossbeam-epoch structures on the default
 /// collector. It is neither `Send` nor `Sync`: a pin belongs to its thread.
+/// Code that sends or shares one, such as a rayon closure that captures
+/// it, fails with "`*const ThreadBound` cannot be shared
+/// between threads safely"; [`ThreadBound`] shows the fix (one guard, or
+/// one [`Reader`](crate::Reader), per rayon job, with `map_init`).
 ///
 /// ```compile_fail,E0277
 /// fn must_be_send<T: Send>(_: T) {}
@@ -46,10 +51,83 @@ use core::ops::Deref;
 /// ```
 #[must_use = "a guard protects references only while it lives"]
 pub struct Guard {
+    pinned: Pinned,
+    /// Keeps the guard on its thread, and is what the compiler names when
+    /// it is sent or shared (see [`ThreadBound`]).
+    _thread: PhantomData<*const ThreadBound>,
+}
+
+/// What a [`Guard`] holds, apart from the marker that keeps it on its
+/// thread.
+struct Pinned {
     /// Pinned on the default collector, by construction (see [`pin`]).
     inner: crossbeam_epoch::Guard,
     /// The announcement every pool's reclamation respects.
     _announcement: crate::announce::Announcement,
+}
+
+// SAFETY: a `Pinned` is never sent nor shared: it lives only in a `Guard`,
+// which its `PhantomData<*const ThreadBound>` keeps from being `Send` or
+// `Sync` itself. These impls only keep the private raw pointers inside (a
+// crossbeam `Local`, the announcement's) out of the compile errors of code
+// that sends or shares a guard, which then name `ThreadBound` alone.
+unsafe impl Send for Pinned {}
+
+// SAFETY: as for `Send`: only ever inside a `Guard`, which is not `Sync`.
+unsafe impl Sync for Pinned {}
+
+/// Names, in a compile error, the thread a [`Guard`] or a
+/// [`Reader`](crate::Reader) belongs to. Nothing else uses it.
+///
+/// A guard pins the thread that made it, and a reader owns such a guard,
+/// so neither is `Send` or `Sync`. Code that sends or shares one with
+/// another thread fails with
+///
+/// ```text
+/// error[E0277]: `*const ThreadBound` cannot be shared between threads safely
+/// ```
+///
+/// (`sent` for `Send`). With rayon, where a closure given to `map` or
+/// `for_each` is shared by every worker, make one per job instead, with
+/// `map_init` or `for_each_init`: each job that rayon splits off pins its own.
+///
+/// ```compile_fail,E0277
+/// use handle_pool::{pin, HandlePool};
+/// use rayon::prelude::*;
+///
+/// let pool: HandlePool<u64> = (0..100).collect();
+/// let handles: Vec<_> = pool.keys(&pin()).collect();
+/// let guard = pin();
+/// // error[E0277]: `*const ThreadBound` cannot be shared between threads safely
+/// let total: u64 = handles.par_iter().map(|&h| *pool.get(h, &guard).unwrap()).sum();
+/// ```
+///
+/// ```
+/// use handle_pool::{pin, HandlePool};
+/// use rayon::prelude::*;
+///
+/// let pool: HandlePool<u64> = (0..100).collect();
+/// let handles: Vec<_> = pool.keys(&pin()).collect();
+/// let total: u64 = handles
+///     .par_iter()
+///     .map_init(|| pool.reader(), |reader, &h| *reader.get(h).unwrap())
+///     .sum();
+/// assert_eq!(total, (0..100).sum());
+/// ```
+///
+/// References found under one guard cannot outlive it, so a `Vec<&T>`
+/// cannot be collected from parallel lookups, each job under a guard of
+/// its own; collect handles, or cloned values, instead, or iterate the
+/// pool itself in parallel under one guard with `par_iter(&guard)`
+/// (feature `rayon`), whose parts the workers share.
+pub struct ThreadBound {
+    _private: (),
+}
+
+impl fmt::Debug for ThreadBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("ThreadBound")
+    }
 }
 
 /// Protects the current thread's references into every pool, and pins it
@@ -68,8 +146,11 @@ pub fn pin() -> Guard {
     // crossbeam's pin first: should it panic, nothing is announced.
     let inner = crossbeam_epoch::pin();
     Guard {
-        inner,
-        _announcement: crate::announce::Announcement::begin(),
+        pinned: Pinned {
+            inner,
+            _announcement: crate::announce::Announcement::begin(),
+        },
+        _thread: PhantomData,
     }
 }
 
@@ -85,7 +166,7 @@ impl Guard {
     /// removed since the oldest of them was pinned wait for it meanwhile.
     #[inline]
     pub fn repin(&mut self) {
-        self.inner.repin();
+        self.pinned.inner.repin();
         crate::announce::renew();
     }
 
@@ -104,7 +185,7 @@ impl Guard {
         }
         crate::announce::leave();
         let _again = EnterAgain;
-        self.inner.repin_after(f)
+        self.pinned.inner.repin_after(f)
     }
 }
 
@@ -116,7 +197,7 @@ impl Deref for Guard {
     /// break the promise this type makes.
     #[inline]
     fn deref(&self) -> &crossbeam_epoch::Guard {
-        &self.inner
+        &self.pinned.inner
     }
 }
 

@@ -55,7 +55,7 @@ pub use error::CapacityError;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub use events::{snapshot as event_counts, snapshot_here as event_counts_here, Event};
-pub use guard::{pin, Guard};
+pub use guard::{pin, Guard, ThreadBound};
 pub use handle::{Handle, PoolHandle, MAX_GENERATION, MAX_INDEX};
 pub use iter::{Drain, Iter, IterMut, Keys, Values, ValuesMut};
 #[cfg(feature = "rayon")]

@@ -5,6 +5,7 @@ use core::marker::PhantomData;
 
 use crate::guard::{pin, Guard};
 use crate::handle::{Handle, PoolHandle};
+use crate::iter::Iter;
 use crate::raw::RawPool;
 use crate::storage::View;
 
@@ -47,7 +48,25 @@ use crate::storage::View;
 /// assert_eq!(total, (0..10_000).sum());
 /// ```
 ///
-/// Like a guard it stays on its thread (neither `Send` nor `Sync`):
+/// Like a guard it stays on its thread (neither `Send` nor `Sync`). A
+/// closure given to rayon's `map` or `for_each` is shared by every worker,
+/// so one that captures a reader fails with
+///
+/// ```text
+/// error[E0277]: `*const ThreadBound` cannot be shared between threads safely
+/// ```
+///
+/// and the fix is the `map_init` above: a reader per job.
+///
+/// ```compile_fail,E0277
+/// use handle_pool::{pin, HandlePool};
+/// use rayon::prelude::*;
+///
+/// let pool: HandlePool<u64> = (0..100).collect();
+/// let handles: Vec<_> = pool.keys(&pin()).collect();
+/// let reader = pool.reader();
+/// let total: u64 = handles.par_iter().map(|&h| *reader.get(h).unwrap()).sum();
+/// ```
 ///
 /// ```compile_fail,E0277
 /// fn assert_send<X: Send>(_: X) {}
@@ -83,7 +102,7 @@ use crate::storage::View;
 /// ```
 pub struct Reader<'p, T, H = Handle> {
     /// The pool's storage as of the last pin.
-    view: View<'p, T>,
+    view: ReaderView<'p, T>,
     /// To read the storage again at `repin`.
     raw: &'p RawPool<T>,
     /// Boxed, so that the reader's own address never reaches code the
@@ -97,6 +116,20 @@ pub struct Reader<'p, T, H = Handle> {
     _handle: PhantomData<fn(H) -> H>,
 }
 
+/// A reader's view of the storage: a [`View`], which holds a raw pointer.
+struct ReaderView<'p, T>(View<'p, T>);
+
+// SAFETY: a `ReaderView` is never sent nor shared: it lives only in a
+// `Reader`, whose guard (a `Guard`, which holds a
+// `PhantomData<*const ThreadBound>`) keeps the reader from being `Send` or
+// `Sync` itself, whatever `T`. These impls only keep the view's raw pointer
+// out of the compile errors of code that sends or shares a reader, which
+// then name `ThreadBound` alone.
+unsafe impl<T> Send for ReaderView<'_, T> {}
+
+// SAFETY: as for `Send`: only ever inside a `Reader`, which is not `Sync`.
+unsafe impl<T> Sync for ReaderView<'_, T> {}
+
 impl<'p, T, H: PoolHandle> Reader<'p, T, H> {
     #[inline]
     pub(crate) fn new(raw: &'p RawPool<T>) -> Self {
@@ -106,7 +139,7 @@ impl<'p, T, H: PoolHandle> Reader<'p, T, H> {
         // true).
         let guard = Box::new(pin());
         Reader {
-            view: raw.view(),
+            view: ReaderView(raw.view()),
             raw,
             guard,
             _handle: PhantomData,
@@ -118,14 +151,14 @@ impl<'p, T, H: PoolHandle> Reader<'p, T, H> {
     /// Wait-free.
     #[inline]
     pub fn get(&self, handle: H) -> Option<&T> {
-        RawPool::get_in(self.view, handle.handle(), &self.guard)
+        RawPool::get_in(self.view.0, handle.handle(), &self.guard)
     }
 
     /// Whether `handle` refers to a value in the pool right now: as
     /// [`HandlePool::contains`](crate::HandlePool::contains). Wait-free.
     #[inline]
     pub fn contains(&self, handle: H) -> bool {
-        RawPool::contains_in(self.view, handle.handle())
+        RawPool::contains_in(self.view.0, handle.handle())
     }
 
     /// Unpins and pins again, so that values removed since the reader was
@@ -136,13 +169,41 @@ impl<'p, T, H: PoolHandle> Reader<'p, T, H> {
     #[inline]
     pub fn repin(&mut self) {
         self.guard.repin();
-        self.view = self.raw.view();
+        self.view = ReaderView(self.raw.view());
     }
 
     /// The reader's guard, for lookups in other pools, or in the
     /// crossbeam-epoch structures it also pins, under the same pin.
     pub fn guard(&self) -> &Guard {
         &self.guard
+    }
+
+    /// Iterates over `(handle, &value)` for the values in the pool, under
+    /// the reader's guard: as [`HandlePool::iter`](crate::HandlePool::iter).
+    /// `&Reader` is `IntoIterator` too, so a loop over a reader made for it
+    /// needs no guard of its own:
+    ///
+    /// ```
+    /// let pool: handle_pool::HandlePool<u32> = (1..=4).collect();
+    /// let mut sum = 0;
+    /// for (_, value) in &pool.reader() {
+    ///     sum += value;
+    /// }
+    /// assert_eq!(sum, 10);
+    /// assert_eq!(pool.reader().iter().count(), 4);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T, H> {
+        Iter::new(self.raw.entries(&self.guard))
+    }
+}
+
+impl<'r, T, H: PoolHandle> IntoIterator for &'r Reader<'_, T, H> {
+    type Item = (H, &'r T);
+    type IntoIter = Iter<'r, T, H>;
+
+    /// Same as [`Reader::iter`].
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
     }
 }
 
