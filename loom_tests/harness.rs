@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use handle_pool::{pin, Config, Handle, HandlePool};
+use handle_pool::{pin, Config, Guard, Handle, HandlePool};
 
 use super::history::{self, Event, History, Id, Op, Outcome};
 
@@ -205,6 +205,34 @@ impl Recorder {
         let removed = pool.remove(self.handle(id));
         self.record(Op::Remove(id), Outcome::Bool(removed));
         removed
+    }
+
+    /// `remove_get` under `guard`: recorded as a `remove`; the value handed
+    /// over is checked intact, and returned to be read again while `guard`
+    /// lives.
+    pub fn remove_get<'g>(
+        &mut self,
+        pool: &'g Pool,
+        id: Id,
+        guard: &'g Guard,
+    ) -> Option<&'g Tracked> {
+        let value = pool.remove_get(self.handle(id), guard);
+        if let Some(value) = value {
+            assert_eq!(value.id(), id, "remove_get hands over the value it removed");
+        }
+        self.record(Op::Remove(id), Outcome::Bool(value.is_some()));
+        value
+    }
+
+    /// `remove_with`, reading the value in the closure: recorded as a
+    /// `remove`; the value seen is checked intact.
+    pub fn remove_with(&mut self, pool: &Pool, id: Id) -> bool {
+        let seen = pool.remove_with(self.handle(id), Tracked::id);
+        if let Some(seen) = seen {
+            assert_eq!(seen, id, "remove_with shows the value it removed");
+        }
+        self.record(Op::Remove(id), Outcome::Bool(seen.is_some()));
+        seen.is_some()
     }
 
     /// `remove_many`; recorded as one part per handle plus the total.

@@ -31,5 +31,6 @@ mod magazine;
 mod read;
 mod reclaim;
 mod remove;
+mod removed_value;
 mod secondary;
 mod thread_id;

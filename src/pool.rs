@@ -109,8 +109,10 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     }
 
     /// A pool with non-default parameters (this crate's tests and model
-    /// checks, through the `testing` feature; not part of the stable API).
+    /// checks, through the `testing` feature; not part of the stable API,
+    /// and hidden from its docs).
     #[cfg(any(test, feature = "testing"))]
+    #[doc(hidden)]
     pub fn with_config(config: Config) -> Self {
         Self::from_config(config)
     }
@@ -754,7 +756,9 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     /// pinned, and no `with` call begun, before its batch was sealed (at or
     /// after the removal) is left. That happens in batches, on whichever thread runs the pool
     /// operation that reclaims the batch (usually a later insert; see
-    /// [`reclaim`](Self::reclaim) to force it). To get the value back, use
+    /// [`reclaim`](Self::reclaim) to force it). To read the value as it
+    /// goes, use [`remove_get`](Self::remove_get) (under a guard) or
+    /// [`remove_with`](Self::remove_with) (a closure); to own it, use
     /// [`take`](Self::take), which needs `&mut self` and so no grace period.
     ///
     /// Wait-free on the slot: one CAS decides between racing removers.
@@ -768,6 +772,129 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     #[inline]
     pub fn remove(&self, handle: H) -> bool {
         self.raw.remove(handle.handle())
+    }
+
+    /// Removes the value `handle` refers to and returns it, readable for as
+    /// long as the guard lives: [`remove`](Self::remove) and
+    /// [`get`](Self::get) in one step. `None` if it was not in the pool
+    /// (stale, forged, or removed by another thread first); of racing
+    /// removers, exactly one gets the value.
+    ///
+    /// The handle is stale at once, as with `remove`. The value is not
+    /// moved out, since other threads may still be reading it: it is
+    /// dropped by reclamation, as any removed value is, once the guard,
+    /// and every other guard pinned before the removal, is gone. To own
+    /// it, clone it, or use [`take`](Self::take) (`&mut self`).
+    ///
+    /// Costs what `remove` costs: one CAS decides.
+    ///
+    /// ```
+    /// use handle_pool::{pin, HandlePool};
+    ///
+    /// let pool = HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let guard = pin();
+    /// let value: &String = pool.remove_get(h, &guard).unwrap();
+    /// assert!(!pool.contains(h)); // stale at once
+    /// assert_eq!(value, "gone"); // still readable: the guard lives
+    /// assert_eq!(pool.remove_get(h, &guard), None); // removed once
+    /// ```
+    ///
+    /// The value cannot outlive its guard,
+    ///
+    /// ```compile_fail,E0597
+    /// use handle_pool::{pin, HandlePool};
+    /// let pool = HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let value = {
+    ///     let guard = pin();
+    ///     pool.remove_get(h, &guard).unwrap()
+    /// };
+    /// println!("{value}");
+    /// ```
+    ///
+    /// which cannot be dropped, nor repinned, while the value is borrowed,
+    ///
+    /// ```compile_fail,E0505
+    /// use handle_pool::{pin, HandlePool};
+    /// let pool = HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let guard = pin();
+    /// let value = pool.remove_get(h, &guard).unwrap();
+    /// drop(guard);
+    /// println!("{value}");
+    /// ```
+    ///
+    /// ```compile_fail,E0502
+    /// use handle_pool::{pin, HandlePool};
+    /// let pool = HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let mut guard = pin();
+    /// let value = pool.remove_get(h, &guard).unwrap();
+    /// guard.repin();
+    /// println!("{value}");
+    /// ```
+    ///
+    /// nor can the pool be dropped, or used mutably (`clear`, `take`), while
+    /// the value is borrowed:
+    ///
+    /// ```compile_fail,E0505
+    /// use handle_pool::{pin, HandlePool};
+    /// let guard = pin();
+    /// let pool = HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let value = pool.remove_get(h, &guard).unwrap();
+    /// drop(pool);
+    /// println!("{value}");
+    /// ```
+    ///
+    /// ```compile_fail,E0502
+    /// use handle_pool::{pin, HandlePool};
+    /// let guard = pin();
+    /// let mut pool = HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let value = pool.remove_get(h, &guard).unwrap();
+    /// pool.clear();
+    /// println!("{value}");
+    /// ```
+    #[inline]
+    pub fn remove_get<'g>(&'g self, handle: H, guard: &'g Guard) -> Option<&'g T> {
+        self.raw.remove_get(handle.handle(), guard)
+    }
+
+    /// Removes the value `handle` refers to and calls `f` with it:
+    /// [`remove`](Self::remove) and [`with`](Self::with) in one step.
+    /// `None` if it was not in the pool (stale, forged, or removed by
+    /// another thread first, and then `f` is not called); of racing
+    /// removers, exactly one gets the value.
+    ///
+    /// The handle is stale at once, as with `remove`. The value stays
+    /// readable until `f` returns, protected as in `with` (no pin needed),
+    /// and is then dropped by reclamation, as any removed value is. To own
+    /// it, clone it in `f` (`pool.remove_with(h, T::clone)`) or use
+    /// [`take`](Self::take) (`&mut self`).
+    ///
+    /// ```
+    /// let pool = handle_pool::HandlePool::new();
+    /// let h = pool.insert(vec![1, 2, 3]);
+    /// assert_eq!(pool.remove_with(h, |v| v.len()), Some(3));
+    /// assert_eq!(pool.remove_with(h, |v| v.len()), None); // removed once
+    /// let h = pool.insert(vec![4]);
+    /// assert_eq!(pool.remove_with(h, Vec::clone), Some(vec![4]));
+    /// ```
+    ///
+    /// The value cannot leave the closure:
+    ///
+    /// ```compile_fail,E0521
+    /// let pool = handle_pool::HandlePool::new();
+    /// let h = pool.insert(String::from("gone"));
+    /// let mut kept = None;
+    /// pool.remove_with(h, |value| kept = Some(value));
+    /// println!("{kept:?}");
+    /// ```
+    #[inline]
+    pub fn remove_with<R>(&self, handle: H, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.raw.remove_with(handle.handle(), f)
     }
 
     /// Removes every value the handles refer to and returns how many were

@@ -16,6 +16,9 @@ use common::{with_batch as batch_config, Log, PinnedThread, Tracked};
 // modules would be looked for next to it, in `tests/`).
 #[path = "drops/secondary.rs"]
 mod secondary;
+// The values `remove_get` and `remove_with` hand over.
+#[path = "drops/removed_value.rs"]
+mod removed_value;
 
 /// Tries `done` until it holds, for at most a few seconds. (The pins and
 /// flushes between tries touch only crossbeam-epoch's own state, which the

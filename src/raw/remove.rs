@@ -5,6 +5,7 @@ use crate::magazine::{Magazine, Section};
 use crate::slot::{Slot, SlotWord, NIL};
 use crate::stripe::StripeIndex;
 use crate::sync::Ordering;
+use crate::Guard;
 
 use super::RawPool;
 
@@ -52,6 +53,15 @@ impl<T> Drop for RemovedChain<'_, T> {
 impl<T> RawPool<T> {
     /// Removes the value `handle` refers to; `false` if it was not there.
     /// The value is dropped, and the slot reused, after the grace period.
+    #[inline]
+    pub(crate) fn remove(&self, handle: Handle) -> bool {
+        self.remove_slot(handle).is_some()
+    }
+
+    /// [`remove`](Self::remove), returning the slot whose value it removed:
+    /// the value stays there, initialised, until its batch is reclaimed,
+    /// which waits for every guard pinned, and every one-call read begun,
+    /// before the removal (or never happens, for a slot retired at once).
     ///
     /// The inline part is the common case only: a live occupant in the flat
     /// region, removed by the owner of a magazine here. Every other case
@@ -60,7 +70,7 @@ impl<T> RawPool<T> {
     /// nothing live across a call, and is small enough for the compiler to
     /// inline where a call site is not one tight loop (docs/perf/0026).
     #[inline]
-    pub(crate) fn remove(&self, handle: Handle) -> bool {
+    pub(crate) fn remove_slot(&self, handle: Handle) -> Option<&Slot<T>> {
         let mut route = Route::Magazine;
         if let Some(slot) = self.storage.flat_slot(handle.index()) {
             // A plain load first: a stale handle costs no write to the line.
@@ -78,6 +88,41 @@ impl<T> RawPool<T> {
         self.remove_slow(handle, route)
     }
 
+    /// Removes the value `handle` refers to and returns it, borrowed for as
+    /// long as `_guard`, which was pinned before the removal.
+    #[inline]
+    pub(crate) fn remove_get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g T> {
+        let slot = self.remove_slot(handle)?;
+        // SAFETY: this call's CAS moved the slot from OCCUPIED(handle) to
+        // REMOVED (or EXHAUSTED, retired at once), so the value is
+        // initialised (the CAS's Acquire saw its publication) and no other
+        // removal can claim it. It is dropped, and the slot reused, only
+        // when the batch the removal joined is reclaimed, after its seal,
+        // which comes at or after the removal; the guard announced before
+        // this call (a `Guard` can only be made by announcing), so that
+        // reclamation waits for the guard to drop (`reclaim.md`), and a
+        // retired slot is never reused at all. Exclusive removals need
+        // `&mut` of the pool, which the borrow `'g` rules out: the value
+        // stays valid for `'g`.
+        Some(unsafe { slot.value_ref() })
+    }
+
+    /// Removes the value `handle` refers to and calls `f` with it,
+    /// protected for the call by a one-call read (see `Reclaimer::read`).
+    #[inline]
+    pub(crate) fn remove_with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.reclaimer.read(|| {
+            let slot = self.remove_slot(handle)?;
+            // SAFETY: as in `remove_get`: this call's CAS removed the value,
+            // which stays initialised until the batch the removal joined is
+            // reclaimed; the read's protection began before the removal and
+            // lasts until `f` returns, so that reclamation waits for it (as
+            // `Reclaimer::read` promises); exclusive removals need `&mut`,
+            // which `&self` rules out.
+            Some(f(unsafe { slot.value_ref() }))
+        })
+    }
+
     /// [`remove`](Self::remove) in every case but the common one: a stale
     /// handle, a bucket, a retiring slot, a thread without a magazine here
     /// (or without a number yet: it takes one here, and may then own one),
@@ -88,14 +133,12 @@ impl<T> RawPool<T> {
     /// `flush_revokes_an_owners_partial_batch`, catches a flush giving up).
     #[cold]
     #[inline(never)]
-    pub(super) fn remove_slow(&self, handle: Handle, route: Route) -> bool {
+    pub(super) fn remove_slow(&self, handle: Handle, route: Route) -> Option<&Slot<T>> {
         crate::events::count(crate::events::Event::RemoveSlow);
-        let Some(slot) = self.storage.find(handle.index()) else {
-            return false;
-        };
+        let slot = self.storage.find(handle.index())?;
         // A plain load first: a stale handle costs no write to the line.
         if slot.word.load(Ordering::Relaxed) != SlotWord::occupied(handle).to_bits() {
-            return false;
+            return None;
         }
         if self.retires_on_removal(handle) {
             return self.remove_and_retire(slot, handle);
@@ -114,21 +157,21 @@ impl<T> RawPool<T> {
     /// [`remove_at`](Self::remove_at) through the magazine `section` holds,
     /// `home`'s.
     #[inline(always)]
-    pub(super) fn remove_into(
+    pub(super) fn remove_into<'a>(
         &self,
         section: Section<'_>,
         home: StripeIndex,
-        slot: &Slot<T>,
+        slot: &'a Slot<T>,
         handle: Handle,
-    ) -> bool {
+    ) -> Option<&'a Slot<T>> {
         let removals = section.removal_batch();
         if !slot.try_remove(handle, removals.head_owned()) {
-            return false;
+            return None;
         }
         if removals.push_owned(handle.index(), self.config.batch) {
             self.seal_owned(section, home);
         }
-        true
+        Some(slot)
     }
 
     /// Seals the full removal batch of the magazine `section` holds.
@@ -152,11 +195,16 @@ impl<T> RawPool<T> {
     /// [`remove`](Self::remove) through `home`'s shared removal batch, for a
     /// thread without a magazine here or whose magazine a revoker holds.
     #[inline(never)]
-    pub(super) fn remove_shared(&self, home: StripeIndex, slot: &Slot<T>, handle: Handle) -> bool {
+    pub(super) fn remove_shared<'a>(
+        &self,
+        home: StripeIndex,
+        slot: &'a Slot<T>,
+        handle: Handle,
+    ) -> Option<&'a Slot<T>> {
         let removals = &self.stripes[home].removals;
         let (link, current) = removals.head();
         if !slot.try_remove(handle, link) {
-            return false;
+            return None;
         }
         let relink = |head| {
             slot.word.store(
@@ -167,7 +215,7 @@ impl<T> RawPool<T> {
         if let Some(full) = removals.push(handle.index(), 1, current, self.config.batch, relink) {
             self.sealed(home, full, removals.removal_count() / self.config.batch);
         }
-        true
+        Some(slot)
     }
 
     /// Whether removing `handle` retires its slot at once: a value without
@@ -178,15 +226,19 @@ impl<T> RawPool<T> {
     }
 
     /// Removes a value that [`retires_on_removal`](Self::retires_on_removal);
-    /// `false` if it was not there.
+    /// `None` if it was not there.
     #[cold]
-    pub(super) fn remove_and_retire(&self, slot: &Slot<T>, handle: Handle) -> bool {
+    pub(super) fn remove_and_retire<'a>(
+        &self,
+        slot: &'a Slot<T>,
+        handle: Handle,
+    ) -> Option<&'a Slot<T>> {
         if !slot.try_remove_and_retire(handle) {
-            return false;
+            return None;
         }
         // The insert was counted by its pop; no batch counts this removal.
         self.stripes[self.stripes.home()].adjust_len(-1);
-        true
+        Some(slot)
     }
 
     /// Removes the values of `handles` (skipping stale and repeated ones)
@@ -210,7 +262,7 @@ impl<T> RawPool<T> {
                 continue;
             }
             if self.retires_on_removal(handle) {
-                retired += usize::from(self.remove_and_retire(slot, handle));
+                retired += usize::from(self.remove_and_retire(slot, handle).is_some());
                 continue;
             }
             if slot.try_remove(handle, chain.head) {
