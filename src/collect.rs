@@ -3,7 +3,8 @@
 //!
 //! `&HandlePool` has no `IntoIterator`: a shared iteration needs a guard to
 //! keep removed values alive, so it is [`HandlePool::iter`] with an explicit
-//! [`Guard`](crate::Guard).
+//! [`Guard`](crate::Guard), or a loop over a [`Reader`](crate::Reader),
+//! which owns its guard: `for (h, v) in &pool.reader()`.
 
 use core::iter::FusedIterator;
 
@@ -114,6 +115,13 @@ impl<T, H: PoolHandle> Iterator for IntoIter<T, H> {
     /// Exact: the pool's length, exact when owned, counted down.
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.entries.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> DoubleEndedIterator for IntoIter<T, H> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (handle, value) = self.entries.next_back()?;
+        Some((H::from_handle(handle), value))
     }
 }
 

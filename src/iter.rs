@@ -8,12 +8,24 @@ use crate::raw::{Drained, Entries, EntriesMut};
 
 /// Iterator over `(handle, &value)`, from [`HandlePool::iter`](crate::HandlePool::iter).
 ///
-/// Each item was in the pool at the moment its slot was visited.
+/// Each item was in the pool at the moment its slot was visited. It visits
+/// the slots in index order, or from the top with `rev()` (it is a
+/// `DoubleEndedIterator`).
+///
+/// It has no `len()`: other threads may insert or remove while it runs, so
+/// how many items are left is not known until they are visited. Its
+/// `size_hint` says what is known, `(0, Some(slots left to visit))`. The
+/// iterators of a pool borrowed mutably or owned ([`IterMut`],
+/// [`ValuesMut`], [`Drain`], `IntoIter`) are exact and have `len()`.
 ///
 /// ```
 /// let pool: handle_pool::HandlePool<u8> = (1..=3).collect();
 /// let guard = handle_pool::pin();
 /// assert_eq!(pool.iter(&guard).map(|(_, v)| *v as u32).sum::<u32>(), 6);
+/// let last = pool.iter(&guard).next_back().map(|(_, v)| *v);
+/// assert_eq!(last, Some(3));
+/// let (low, high) = pool.iter(&guard).size_hint();
+/// assert!(low == 0 && high >= Some(3));
 /// ```
 ///
 /// It hands out `&T`, so it is `Send` and `Sync` exactly when `T: Sync`
@@ -57,13 +69,25 @@ impl<'g, T, H: PoolHandle> Iterator for Iter<'g, T, H> {
     }
 }
 
+/// From the highest slot index down, with the same guarantees.
+impl<T, H: PoolHandle> DoubleEndedIterator for Iter<'_, T, H> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (handle, value) = self.entries.next_back()?;
+        Some((H::from_handle(handle), value))
+    }
+}
+
 impl<T, H: PoolHandle> FusedIterator for Iter<'_, T, H> {}
 
 /// Iterator over `(handle, &mut value)`, from [`HandlePool::iter_mut`](crate::HandlePool::iter_mut).
 ///
+/// Exact (`len()`), and double-ended:
+///
 /// ```
 /// let mut pool: handle_pool::HandlePool<u8> = (1..=3).collect();
 /// pool.iter_mut().for_each(|(_, v)| *v *= 2);
+/// assert_eq!(pool.iter_mut().len(), 3);
+/// assert_eq!(pool.iter_mut().rev().map(|(_, v)| *v).collect::<Vec<_>>(), [6, 4, 2]);
 /// assert_eq!(pool.into_iter().map(|(_, v)| v as u32).sum::<u32>(), 12);
 /// ```
 ///
@@ -102,6 +126,13 @@ impl<'a, T, H: PoolHandle> Iterator for IterMut<'a, T, H> {
     /// Exact: the pool's length, which `&mut` makes exact, counted down.
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.entries.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> DoubleEndedIterator for IterMut<'_, T, H> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (handle, value) = self.entries.next_back()?;
+        Some((H::from_handle(handle), value))
     }
 }
 
@@ -157,6 +188,13 @@ impl<T, H: PoolHandle> Iterator for Drain<'_, T, H> {
     }
 }
 
+impl<T, H: PoolHandle> DoubleEndedIterator for Drain<'_, T, H> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (handle, value) = self.drained.next_back()?;
+        Some((H::from_handle(handle), value))
+    }
+}
+
 impl<T, H: PoolHandle> FusedIterator for Drain<'_, T, H> {}
 
 impl<T, H: PoolHandle> ExactSizeIterator for Drain<'_, T, H> {}
@@ -191,6 +229,12 @@ impl<T, H: PoolHandle> Iterator for Keys<'_, T, H> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.iter.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> DoubleEndedIterator for Keys<'_, T, H> {
+    fn next_back(&mut self) -> Option<H> {
+        self.iter.next_back().map(|(handle, _)| handle)
     }
 }
 
@@ -233,6 +277,12 @@ impl<'g, T, H: PoolHandle> Iterator for Values<'g, T, H> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.iter.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> DoubleEndedIterator for Values<'_, T, H> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.iter.next_back().map(|(_, value)| value)
     }
 }
 
@@ -282,6 +332,12 @@ impl<'a, T, H: PoolHandle> Iterator for ValuesMut<'a, T, H> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.iter.size_hint()
+    }
+}
+
+impl<T, H: PoolHandle> DoubleEndedIterator for ValuesMut<'_, T, H> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.iter.next_back().map(|(_, value)| value)
     }
 }
 

@@ -625,6 +625,29 @@ impl<'a, T> Iterator for Slots<'a, T> {
     }
 }
 
+impl<T> DoubleEndedIterator for Slots<'_, T> {
+    /// The last allocated slot left, skipping unallocated buckets as
+    /// `next` does, from the top.
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while self.next < self.end {
+            let index = (self.end - 1) as u32;
+            match self.storage.find(index) {
+                Some(slot) => {
+                    self.end -= 1;
+                    return Some((index, slot));
+                }
+                None => {
+                    // Skip the hole down to its bucket's first index.
+                    let at = self.storage.locate(index);
+                    self.end = (self.end - 1 - at.offset as u64).max(self.next);
+                }
+            }
+        }
+        None
+    }
+}
+
 impl<T> Drop for Storage<T> {
     fn drop(&mut self) {
         if cfg!(all(test, handle_pool_loom)) {

@@ -69,16 +69,35 @@ impl Left {
     }
 }
 
+/// The handle of `slot`'s occupant, from one load of its word with
+/// `order`, if it is `OCCUPIED`.
+#[inline(always)]
+fn occupant<T>(order: Ordering, index: u32, slot: &Slot<T>) -> Option<(Handle, &Slot<T>)> {
+    let word = SlotWord::from_bits(slot.word.load(order));
+    (word.state() == State::Occupied).then(|| (Handle::new(index, word.generation()), slot))
+}
+
 impl<'a, T> Iterator for Occupied<'a, T> {
     type Item = (Handle, &'a Slot<T>);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let order = self.order;
-        self.slots.by_ref().find_map(|(index, slot)| {
-            let word = SlotWord::from_bits(slot.word.load(order));
-            (word.state() == State::Occupied).then(|| (Handle::new(index, word.generation()), slot))
-        })
+        self.slots
+            .by_ref()
+            .find_map(|(index, slot)| occupant(order, index, slot))
+    }
+}
+
+/// From the highest index down; the two ends never visit a slot twice.
+impl<T> DoubleEndedIterator for Occupied<'_, T> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let order = self.order;
+        self.slots
+            .by_ref()
+            .rev()
+            .find_map(|(index, slot)| occupant(order, index, slot))
     }
 }
 
@@ -124,6 +143,15 @@ impl<'g, T> Iterator for Entries<'g, T> {
     }
 }
 
+impl<T> DoubleEndedIterator for Entries<'_, T> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (handle, slot) = self.0.next_back()?;
+        // SAFETY: as in `next`.
+        Some((handle, unsafe { slot.value_ref() }))
+    }
+}
+
 /// `(handle, &mut value)`, from [`RawPool::entries_mut`].
 pub(crate) struct EntriesMut<'a, T> {
     occupied: Occupied<'a, T>,
@@ -162,6 +190,19 @@ impl<'a, T> Iterator for EntriesMut<'a, T> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.left.size_hint(self.occupied.bound())
+    }
+}
+
+impl<T> DoubleEndedIterator for EntriesMut<'_, T> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let Some((handle, slot)) = self.occupied.next_back() else {
+            self.left.finished();
+            return None;
+        };
+        self.left.yielded();
+        // SAFETY: as in `next`: the two ends never visit a slot twice.
+        Some((handle, unsafe { slot.value_mut() }))
     }
 }
 
@@ -219,6 +260,19 @@ impl<T> Iterator for Drained<'_, T> {
     }
 }
 
+impl<T> DoubleEndedIterator for Drained<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let Some((handle, _)) = self.occupied.next_back() else {
+            self.left.finished();
+            return None;
+        };
+        self.left.yielded();
+        // SAFETY: as in `next`: the two ends never visit a slot twice.
+        let value = unsafe { self.pool.take_exclusive(handle.index()) };
+        Some((handle, value))
+    }
+}
+
 impl<T> Drop for Drained<'_, T> {
     /// Drops the values not taken, every one even if some `Drop` panics
     /// (as `clear` does), then re-raises the first such panic.
@@ -253,6 +307,22 @@ pub(crate) struct IntoEntries<T> {
     left: Left,
 }
 
+impl<T> IntoEntries<T> {
+    /// The value of slot `index` and its handle, if it is occupied.
+    fn take(&mut self, index: u32) -> Option<(Handle, T)> {
+        let slot = self.pool.storage.find(index)?;
+        let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
+        if word.state() != State::Occupied {
+            return None;
+        }
+        self.left.yielded();
+        // SAFETY: the slot is OCCUPIED, the iterator owns the pool, and the
+        // two ends never visit a slot twice.
+        let value = unsafe { self.pool.take_exclusive(index) };
+        Some((Handle::new(index, word.generation()), value))
+    }
+}
+
 impl<T> Iterator for IntoEntries<T> {
     type Item = (Handle, T);
 
@@ -260,15 +330,8 @@ impl<T> Iterator for IntoEntries<T> {
         while self.next < self.end {
             let index = self.next as u32;
             self.next += 1;
-            let Some(slot) = self.pool.storage.find(index) else {
-                continue;
-            };
-            let word = SlotWord::from_bits(slot.word.load(Ordering::Relaxed));
-            if word.state() == State::Occupied {
-                self.left.yielded();
-                // SAFETY: the slot is OCCUPIED and the iterator owns the pool.
-                let value = unsafe { self.pool.take_exclusive(index) };
-                return Some((Handle::new(index, word.generation()), value));
+            if let Some(entry) = self.take(index) {
+                return Some(entry);
             }
         }
         self.left.finished();
@@ -278,6 +341,19 @@ impl<T> Iterator for IntoEntries<T> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let bound = usize::try_from(self.end.saturating_sub(self.next)).unwrap_or(usize::MAX);
         self.left.size_hint(bound)
+    }
+}
+
+impl<T> DoubleEndedIterator for IntoEntries<T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while self.next < self.end {
+            self.end -= 1;
+            if let Some(entry) = self.take(self.end as u32) {
+                return Some(entry);
+            }
+        }
+        self.left.finished();
+        None
     }
 }
 
