@@ -20,6 +20,8 @@ mod auto_traits;
 mod batch;
 #[path = "api/conveniences.rs"]
 mod conveniences;
+#[path = "api/dense.rs"]
+mod dense;
 #[path = "api/generations.rs"]
 mod generations;
 #[path = "api/handles.rs"]
