@@ -10,6 +10,8 @@ mod common;
 
 // This binary's modules live in `tests/model/` (a crate root's modules would
 // be looked for next to it, in `tests/`).
+#[path = "model/dense_slotmap.rs"]
+mod dense_slotmap;
 #[path = "model/differential_slotmap.rs"]
 mod differential_slotmap;
 #[path = "model/model.rs"]
