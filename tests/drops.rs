@@ -12,6 +12,10 @@ use handle_pool::{pin, Config, Handle, HandlePool};
 mod common;
 use common::{with_batch as batch_config, Log, PinnedThread, Tracked};
 
+// Modules of this binary live in `tests/drops/`.
+#[path = "drops/dense.rs"]
+mod dense;
+
 // `SecondaryMap`'s drop counting lives in `tests/drops/` (a crate root's
 // modules would be looked for next to it, in `tests/`).
 #[path = "drops/secondary.rs"]
