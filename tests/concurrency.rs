@@ -10,6 +10,8 @@ mod common;
 
 // This binary's modules live in `tests/concurrency/` (a crate root's modules would
 // be looked for next to it, in `tests/`).
+#[path = "concurrency/dense.rs"]
+mod dense;
 #[path = "concurrency/faults.rs"]
 mod faults;
 #[path = "concurrency/handoff.rs"]
