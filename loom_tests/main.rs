@@ -22,6 +22,7 @@
 mod harness;
 mod history;
 
+mod dense;
 mod drop_free;
 mod guard;
 mod insert;

@@ -1,0 +1,295 @@
+//! `DensePool`: inserts against removes against iteration, references held
+//! across removals, racing removes, racing appends into one segment, and
+//! compaction after a concurrent phase. Each model checks, in every
+//! execution, what it is named after, and that every value is dropped
+//! exactly once and never read after (or during) its drop (loom checks the
+//! drop's write to a `Tracked` payload against every read).
+//!
+//! The pool runs with one stripe, batches of one removal (a remove seals
+//! and reclaims at once, so a drop races every reader), and segments and
+//! buckets of 1, 2, 4… positions (a few inserts allocate).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use handle_pool::{pin, Config, DensePool, Handle};
+
+use super::harness::{explore, spawn_parked, DropLog, Reached, Recorder, Tracked};
+use super::history::Id;
+
+type Pool = DensePool<Tracked>;
+
+fn tiny() -> Config {
+    Config {
+        stripes: 1,
+        ..Config::tiny(8, 1)
+    }
+}
+
+/// Checks, with nothing in flight, that the pool holds exactly `live`
+/// (value ids by handle) and, compacted, is dense with each handle's value
+/// at its position.
+fn assert_holds_exactly(pool: &mut Pool, live: &[(Handle, Id)]) {
+    pool.compact();
+    assert_eq!((pool.len(), pool.holes()), (live.len(), 0));
+    for &(h, id) in live {
+        assert_eq!(pool.with(h, Tracked::id), Some(id));
+        let position = pool.position(h).expect("a live value has a position");
+        assert!(position < live.len(), "the pool is dense");
+        assert_eq!(pool.handle_at(position), Some(h));
+    }
+}
+
+/// An iteration runs while another thread removes one value and appends
+/// another. Each item yielded is intact, under its own handle, once, in
+/// position order; the value present throughout is always yielded; the
+/// removed one may be (and its drop, at once, must wait for the guard).
+#[test]
+fn dense_iteration_concurrent_with_insert_and_remove() {
+    let saw_insert = Reached::default();
+    let missed_removed = Reached::default();
+    let (inserted, removed) = (saw_insert.clone(), missed_removed.clone());
+    explore(
+        "dense_iteration_concurrent_with_insert_and_remove",
+        move || {
+            let log = DropLog::new(3);
+            let r = Recorder::new(Arc::clone(&log));
+            let pool = Arc::new(Pool::with_config(tiny()));
+            let h0 = pool.insert(r.value(0));
+            let h1 = pool.insert(r.value(1));
+            let writer = {
+                let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
+                spawn_parked(move || {
+                    assert!(pool.remove(h0));
+                    pool.insert(r.value(2))
+                })
+            };
+            let items: Vec<(Handle, Id)> = {
+                let guard = pin();
+                pool.iter(&guard).map(|(h, v)| (h, v.id())).collect()
+            };
+            let h2 = writer.finished();
+            for w in items.windows(2) {
+                let (a, b) = (pool.position(w[0].0), pool.position(w[1].0));
+                assert!(a.is_none() || b.is_none() || a < b, "position order");
+            }
+            let expected = [(h0, 0), (h1, 1), (h2, 2)];
+            for item in &items {
+                assert!(
+                    expected.contains(item),
+                    "{item:?} yielded under a wrong handle"
+                );
+            }
+            assert!(items.contains(&(h1, 1)), "the value present throughout");
+            if items.iter().any(|&(_, id)| id == 2) {
+                inserted.mark();
+            }
+            if !items.iter().any(|&(_, id)| id == 0) {
+                removed.mark();
+            }
+            let mut pool = Arc::into_inner(pool).expect("the writer let go");
+            assert_holds_exactly(&mut pool, &[(h1, 1), (h2, 2)]);
+            drop(pool);
+            log.assert_each_dropped_once();
+            writer.release();
+        },
+    );
+    saw_insert.assert("the iteration yielded the concurrently appended value");
+    missed_removed.assert("the iteration skipped the concurrently removed value");
+}
+
+/// A reader holds a reference from `get` under its guard while another
+/// thread removes the value and flushes: the value is not dropped before
+/// the guard is (loom reports a drop that races the reads), and after the
+/// guard a flush drops it.
+#[test]
+fn dense_a_reference_held_across_a_removal_lasts_until_its_guard_drops() {
+    let held = Reached::default();
+    let held_in = held.clone();
+    explore(
+        "dense_a_reference_held_across_a_removal_lasts_until_its_guard_drops",
+        move || {
+            let log = DropLog::new(1);
+            let r = Recorder::new(Arc::clone(&log));
+            let pool = Arc::new(Pool::with_config(tiny()));
+            let h = pool.insert(r.value(0));
+            let reader = {
+                let pool = Arc::clone(&pool);
+                spawn_parked(move || {
+                    let guard = pin();
+                    let value = pool.get(h, &guard)?;
+                    let first = value.id();
+                    loom::thread::yield_now();
+                    assert_eq!(value.id(), first, "the value changed under its reader");
+                    Some(first)
+                })
+            };
+            assert!(pool.remove(h));
+            pool.flush();
+            if reader.finished().is_some() {
+                held_in.mark();
+            }
+            pool.flush();
+            assert_eq!(log.drops(0), 1, "the flush after the guard drops the value");
+            drop(pool);
+            log.assert_each_dropped_once();
+            reader.release();
+        },
+    );
+    held.assert("the reader found the value before its removal");
+}
+
+/// A one-call read (`with`) against a removal and a flush: the value
+/// outlives the call.
+#[test]
+fn dense_with_keeps_its_value_until_it_returns() {
+    explore("dense_with_keeps_its_value_until_it_returns", move || {
+        let log = DropLog::new(1);
+        let r = Recorder::new(Arc::clone(&log));
+        let pool = Arc::new(Pool::with_config(tiny()));
+        let h = pool.insert(r.value(0));
+        let reader = {
+            let pool = Arc::clone(&pool);
+            spawn_parked(move || {
+                pool.with(h, |value| {
+                    let first = value.id();
+                    loom::thread::yield_now();
+                    assert_eq!(value.id(), first);
+                })
+            })
+        };
+        assert!(pool.remove(h));
+        pool.flush();
+        reader.finished();
+        drop(pool);
+        log.assert_each_dropped_once();
+        reader.release();
+    });
+}
+
+/// Two threads remove the same handle: exactly one wins, the value is
+/// dropped once, and the index is freed once (compaction then queues it
+/// once: the next two inserts get two distinct indices).
+#[test]
+fn dense_racing_removes_of_one_handle_exactly_one_wins() {
+    explore(
+        "dense_racing_removes_of_one_handle_exactly_one_wins",
+        move || {
+            let log = DropLog::new(3);
+            let r = Recorder::new(Arc::clone(&log));
+            let pool = Arc::new(Pool::with_config(tiny()));
+            let h = pool.insert(r.value(0));
+            let wins = Arc::new(AtomicUsize::new(0));
+            let other = {
+                let (pool, wins) = (Arc::clone(&pool), Arc::clone(&wins));
+                spawn_parked(move || {
+                    if pool.remove(h) {
+                        wins.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            };
+            if pool.remove(h) {
+                wins.fetch_add(1, Ordering::Relaxed);
+            }
+            other.finished();
+            assert_eq!(wins.load(Ordering::Relaxed), 1, "exactly one remove wins");
+            let mut pool = Arc::into_inner(pool).expect("the other thread let go");
+            pool.compact();
+            let a = pool.insert(r.value(1));
+            let b = pool.insert(r.value(2));
+            assert_ne!(a.index(), b.index(), "the freed index was queued once");
+            assert_holds_exactly(&mut pool, &[(a, 1), (b, 2)]);
+            drop(pool);
+            log.assert_each_dropped_once();
+            other.release();
+        },
+    );
+}
+
+/// Two appends race into one segment not allocated yet (positions 1 and 2
+/// share the second segment), while a third thread iterates: distinct
+/// positions and indices, both values found, the iteration sees only
+/// intact values, and the segment is allocated once (the loser frees its
+/// copy; a leak or a double free fails the model).
+#[test]
+fn dense_racing_appends_into_one_new_segment() {
+    explore("dense_racing_appends_into_one_new_segment", move || {
+        let log = DropLog::new(3);
+        let r = Recorder::new(Arc::clone(&log));
+        let pool = Arc::new(Pool::with_config(tiny()));
+        let h0 = pool.insert(r.value(0));
+        let appenders: Vec<_> = [1, 2]
+            .map(|id| {
+                let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
+                spawn_parked(move || pool.insert(r.value(id)))
+            })
+            .into_iter()
+            .collect();
+        let items: Vec<(Handle, Id)> = {
+            let guard = pin();
+            pool.iter(&guard).map(|(h, v)| (h, v.id())).collect()
+        };
+        let (h1, h2) = (appenders[0].finished(), appenders[1].finished());
+        assert!(items.contains(&(h0, 0)), "the value present throughout");
+        for item in &items {
+            assert!(
+                [(h0, 0), (h1, 1), (h2, 2)].contains(item),
+                "{item:?} yielded under a wrong handle"
+            );
+        }
+        let mut positions = [pool.position(h1).unwrap(), pool.position(h2).unwrap()];
+        positions.sort_unstable();
+        assert_eq!(positions, [1, 2]);
+        assert_ne!(h1.index(), h2.index());
+        let mut pool = Arc::into_inner(pool).expect("the appenders let go");
+        assert_holds_exactly(&mut pool, &[(h0, 0), (h1, 1), (h2, 2)]);
+        drop(pool);
+        log.assert_each_dropped_once();
+        for appender in appenders {
+            appender.release();
+        }
+    });
+}
+
+/// Insert against remove against iteration, three threads: one appends,
+/// one removes, one iterates. Afterwards, compaction leaves exactly the
+/// live values, dense.
+#[test]
+fn dense_insert_remove_and_iteration_then_compaction() {
+    let saw_hole = Reached::default();
+    let hole = saw_hole.clone();
+    explore(
+        "dense_insert_remove_and_iteration_then_compaction",
+        move || {
+            let log = DropLog::new(3);
+            let r = Recorder::new(Arc::clone(&log));
+            let pool = Arc::new(Pool::with_config(tiny()));
+            let [h0, h1] = [0, 1].map(|id| pool.insert(r.value(id)));
+            let appender = {
+                let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
+                spawn_parked(move || pool.insert(r.value(2)))
+            };
+            let remover = {
+                let pool = Arc::clone(&pool);
+                spawn_parked(move || assert!(pool.remove(h0)))
+            };
+            let items: Vec<Id> = {
+                let guard = pin();
+                pool.iter(&guard).map(|(_, v)| v.id()).collect()
+            };
+            assert!(items.contains(&1), "the value present throughout");
+            if !items.contains(&0) {
+                hole.mark();
+            }
+            let h2 = appender.finished();
+            remover.finished();
+            let mut pool = Arc::into_inner(pool).expect("the threads let go");
+            assert_holds_exactly(&mut pool, &[(h1, 1), (h2, 2)]);
+            drop(pool);
+            log.assert_each_dropped_once();
+            appender.release();
+            remover.release();
+        },
+    );
+    saw_hole.assert("the iteration skipped a hole");
+}
