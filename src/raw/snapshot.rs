@@ -25,16 +25,21 @@ pub(crate) enum SlotEntry<V> {
 }
 
 /// Slot entries read from a serialized pool, held until every one is
-/// checked: one 4-byte tag per slot, and the live entries' values apart, so
-/// that a vacant entry (two bytes in a compact format) costs its tag and not
-/// a `V`.
+/// checked: one 4-byte tag per entry, two per run of vacant slots, and the
+/// live entries' values apart, so that a vacant entry (two bytes in a
+/// compact format) costs its tag and not a `V`, and a run of vacant slots
+/// costs two tags however many slots it covers.
 #[cfg(feature = "serde")]
 pub(crate) struct ReadEntries<V> {
-    /// Per slot, in index order: its generation, with [`ReadEntries::LIVE`]
-    /// set for a live entry.
+    /// Per entry, in index order: a slot's generation, with
+    /// [`ReadEntries::LIVE`] set for a live entry; or a run of vacant slots
+    /// as two tags with [`ReadEntries::RUN`] set, its generation then its
+    /// length.
     tags: Vec<u32>,
     /// The live entries' values, in index order.
     values: Vec<V>,
+    /// How many slots the entries describe.
+    slots: usize,
 }
 
 #[cfg(feature = "serde")]
@@ -43,30 +48,37 @@ impl<V> ReadEntries<V> {
     /// past it are refused before an entry is kept, see `push`).
     const LIVE: u32 = 1 << 31;
 
-    /// Room for `slots` entries' tags (the values grow as they come).
-    pub(crate) fn with_capacity(slots: usize) -> Self {
+    /// Marks both tags of a run of vacant slots (generations and run
+    /// lengths are below 2^30).
+    const RUN: u32 = 1 << 30;
+
+    /// Room for `entries` entries' tags (the values grow as they come).
+    pub(crate) fn with_capacity(entries: usize) -> Self {
         ReadEntries {
-            tags: Vec::with_capacity(slots),
+            tags: Vec::with_capacity(entries),
             values: Vec::new(),
+            slots: 0,
         }
     }
 
+    /// How many slots the entries kept so far describe.
     pub(crate) fn len(&self) -> usize {
-        self.tags.len()
+        self.slots
     }
 
     /// Keeps `entry`, which [`RawPool::check_entry`] accepted (restoring
     /// checks every entry again before it writes anything).
     ///
     /// # Panics
-    /// If its generation has the live tag's bit: `check_entry` refuses it.
+    /// If its generation has the live or run tag's bit: `check_entry`
+    /// refuses it.
     pub(crate) fn push(&mut self, entry: SlotEntry<V>) {
         let (generation, value) = match entry {
             SlotEntry::Vacant(generation) => (generation, None),
             SlotEntry::Live(generation, value) => (generation, Some(value)),
         };
         assert!(
-            generation & Self::LIVE == 0,
+            generation & (Self::LIVE | Self::RUN) == 0,
             "handle-pool bug: an unchecked generation {generation} was kept"
         );
         match value {
@@ -76,29 +88,70 @@ impl<V> ReadEntries<V> {
                 self.values.push(value);
             }
         }
+        self.slots += 1;
     }
 
-    /// The entries without their values, in index order: what
-    /// [`RawPool::check_entry`] looks at.
+    /// Keeps a run of `count` vacant slots of generation `generation`, which
+    /// [`RawPool::check_entry`] accepted for its first and last slots.
+    ///
+    /// # Panics
+    /// If `count` is 0 or either has the run tag's bit.
+    pub(crate) fn push_run(&mut self, generation: u32, count: u32) {
+        assert!(
+            count > 0 && (generation | count) & (Self::LIVE | Self::RUN) == 0,
+            "handle-pool bug: an unchecked run ({generation}, {count}) was kept"
+        );
+        self.tags.push(generation | Self::RUN);
+        self.tags.push(count | Self::RUN);
+        self.slots += count as usize;
+    }
+
+    /// The entries without their values, one per slot, in index order:
+    /// what [`RawPool::check_entry`] looks at.
     fn shapes(&self) -> impl Iterator<Item = SlotEntry<()>> + '_ {
-        self.tags.iter().map(|&tag| {
-            if tag & Self::LIVE == 0 {
-                SlotEntry::Vacant(tag)
+        let mut tags = self.tags.iter();
+        let mut run = (0, 0);
+        core::iter::from_fn(move || {
+            if run.1 > 0 {
+                run.1 -= 1;
+                return Some(SlotEntry::Vacant(run.0));
+            }
+            let tag = *tags.next()?;
+            if tag & Self::RUN != 0 {
+                let count = tags.next().expect("a run's two tags") & !Self::RUN;
+                run = (tag & !Self::RUN, count - 1);
+                Some(SlotEntry::Vacant(run.0))
+            } else if tag & Self::LIVE == 0 {
+                Some(SlotEntry::Vacant(tag))
             } else {
-                SlotEntry::Live(tag & !Self::LIVE, ())
+                Some(SlotEntry::Live(tag & !Self::LIVE, ()))
             }
         })
     }
 
-    /// The entries, from the last slot's down.
+    /// The entries, one per slot, from the last slot's down.
     fn into_rev(self) -> impl Iterator<Item = SlotEntry<V>> {
-        let ReadEntries { tags, mut values } = self;
-        tags.into_iter().rev().map(move |tag| {
-            if tag & Self::LIVE == 0 {
-                SlotEntry::Vacant(tag)
+        let ReadEntries {
+            mut tags,
+            mut values,
+            ..
+        } = self;
+        let mut run = (0, 0);
+        core::iter::from_fn(move || {
+            if run.1 > 0 {
+                run.1 -= 1;
+                return Some(SlotEntry::Vacant(run.0));
+            }
+            let tag = tags.pop()?;
+            if tag & Self::RUN != 0 {
+                let generation = tags.pop().expect("a run's two tags") & !Self::RUN;
+                run = (generation, (tag & !Self::RUN) - 1);
+                Some(SlotEntry::Vacant(generation))
+            } else if tag & Self::LIVE == 0 {
+                Some(SlotEntry::Vacant(tag))
             } else {
                 let value = values.pop().expect("a value for every live tag");
-                SlotEntry::Live(tag & !Self::LIVE, value)
+                Some(SlotEntry::Live(tag & !Self::LIVE, value))
             }
         })
     }
