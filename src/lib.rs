@@ -17,9 +17,11 @@ mod iter;
 mod lists;
 mod magazine;
 mod membarrier;
+mod pool;
+// After `pool`: rustdoc lists impl blocks in module order, so the pool's
+// own methods, constructors first, come before the rayon ones.
 #[cfg(feature = "rayon")]
 mod par;
-mod pool;
 mod raw;
 mod reader;
 mod reclaim;

@@ -18,6 +18,8 @@ mod adversarial;
 mod auto_traits;
 #[path = "api/batch.rs"]
 mod batch;
+#[path = "api/coming_from_slotmap.rs"]
+mod coming_from_slotmap;
 #[path = "api/conveniences.rs"]
 mod conveniences;
 #[path = "api/dense.rs"]
@@ -26,6 +28,8 @@ mod dense;
 mod generations;
 #[path = "api/handles.rs"]
 mod handles;
+#[path = "api/many_pools.rs"]
+mod many_pools;
 #[path = "api/regressions.rs"]
 mod regressions;
 #[path = "api/secondary.rs"]
