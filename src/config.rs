@@ -14,9 +14,9 @@ pub struct Config {
     pub max_generation: u32,
     /// How many slots the pool may ever hand out (default `MAX_INDEX + 1`).
     pub max_slots: u32,
-    /// At most this many slots live in the flat region reserved up front
-    /// (default `MAX_INDEX + 1`: as many as 1 GiB of address space holds);
-    /// 0 puts every slot in buckets.
+    /// At most this many slots live in the flat region, reserved once the
+    /// pool outgrows its first 64 slots (default `MAX_INDEX + 1`: as many as
+    /// 1 GiB of address space holds); 0 puts every slot in buckets.
     pub flat_slots: u32,
     /// Number of stripes, a power of two; 0 picks four per core, at most 64.
     pub stripes: usize,
@@ -83,8 +83,7 @@ impl Config {
         );
         assert!(self.batch >= 1, "Config::batch must be at least 1");
         if self.stripes == 0 {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            self.stripes = (cores * 4).next_power_of_two().min(64);
+            self.stripes = automatic_stripes();
         }
         assert!(
             self.stripes.is_power_of_two() && self.stripes <= 1024,
@@ -92,4 +91,17 @@ impl Config {
         );
         self
     }
+}
+
+/// Four stripes per core, at most 64: the stripe count `Config::stripes`
+/// 0 asks for. The cores are counted once per process: std's
+/// `available_parallelism` reads the cgroup's CPU quota from the file
+/// system on every call (about 200 µs on a 2-core Linux VM), which was
+/// most of what making a pool cost (docs/perf/0041).
+fn automatic_stripes() -> usize {
+    static STRIPES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *STRIPES.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores * 4).next_power_of_two().min(64)
+    })
 }
