@@ -34,4 +34,5 @@ mod reclaim;
 mod remove;
 mod removed_value;
 mod secondary;
+mod storage;
 mod thread_id;

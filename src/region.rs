@@ -22,6 +22,28 @@
 //! buckets only. Under loom (whose atomics cannot live in zeroed memory)
 //! it returns `None` too, and the storage backs its flat region with a
 //! heap slice instead (see the storage).
+//!
+//! # What the process's regions may take
+//!
+//! A region with its first page committed is two of the process's memory
+//! mappings (the usable part and the reserved rest), and mappings are
+//! limited per process (Linux: `vm.max_map_count`, 65,530 by default);
+//! its reservation counts against an address-space limit (`RLIMIT_AS`,
+//! `ulimit -v`) as if it were used. So that pools never exhaust what the
+//! rest of the process needs, [`Region::reserve`] refuses (and the pool
+//! uses buckets) past a budget shared by every region of the process:
+//!
+//! - at most `Region::live_limit()` regions at once: a quarter of the
+//!   mapping limit (read once, at the first reservation; 65,530 where it
+//!   cannot be read), two mappings each, so 8,191 by default;
+//! - under an address-space limit, at most a quarter of it reserved by all
+//!   regions together, and at most a 64th by each (`Region::allowance`).
+//!
+//! Only pools that outgrow their first chunk reserve a region (see the
+//! storage), so the budget is spent on the pools that benefit from one.
+
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+use crate::sync::{AtomicUsize, Ordering};
 
 /// The huge page size the region aligns to: 2 MiB, that of x86-64 and of
 /// 64-bit Arm with 4 KiB pages. Elsewhere the alignment is merely unused.
@@ -45,6 +67,17 @@ unsafe impl Send for Region {}
 // SAFETY: as above; `commit` takes `&self` and is safe to call concurrently
 // (see there).
 unsafe impl Sync for Region {}
+
+/// Regions alive in the process, and the bytes they reserve: the budget
+/// (see the module docs). Relaxed throughout: counts, not publication.
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+static RESERVED: AtomicUsize = AtomicUsize::new(0);
+
+/// The process's mapping limit where it cannot be read (Linux's default).
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+const DEFAULT_MAP_COUNT: usize = 65_530;
 
 impl Region {
     /// The start of the region.
@@ -80,11 +113,32 @@ impl Region {
 
 #[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
 impl Region {
+    /// How many regions may be alive at once: a quarter of the process's
+    /// mapping limit, two mappings each (see the module docs).
+    pub(crate) fn live_limit() -> usize {
+        map_count_limit() / 8
+    }
+
+    /// The most bytes a region reserved now may have, at most `wanted`: 0
+    /// if the process holds [`live_limit`](Self::live_limit) regions
+    /// already, and under an address-space limit at most a 64th of it. (A
+    /// hint: [`reserve`](Self::reserve) checks the budget again.)
+    pub(crate) fn allowance(wanted: usize) -> usize {
+        if LIVE.load(Ordering::Relaxed) >= Self::live_limit() {
+            return 0;
+        }
+        match address_space_limit() {
+            Some(limit) => wanted.min(limit / 64),
+            None => wanted,
+        }
+    }
+
     /// Reserves at least `bytes` of address space (rounded up to pages),
     /// aligned to a page, and to [`HUGE_PAGE`] if it is at least that long,
     /// with no access yet. `None` if `bytes` is zero, if `align` exceeds a
-    /// page, or if the system refuses the mapping (address space or map
-    /// count exhausted): the caller then does without.
+    /// page, if the process's regions would pass their budget (see the
+    /// module docs), or if the system refuses the mapping (address space or
+    /// map count exhausted): the caller then does without.
     pub(crate) fn reserve(bytes: usize, align: usize) -> Option<Region> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -93,6 +147,7 @@ impl Region {
             return None;
         }
         let len = bytes.checked_next_multiple_of(page)?;
+        let budget = Budget::claim(len)?;
         // A huge-page boundary is found in a mapping longer by the slack,
         // whose ends outside the aligned range are unmapped again.
         let slack = if len >= HUGE_PAGE && page < HUGE_PAGE {
@@ -114,6 +169,7 @@ impl Region {
             )
         };
         if start == libc::MAP_FAILED {
+            // `budget` drops: its share is given back.
             return None;
         }
         if start.is_null() {
@@ -149,6 +205,9 @@ impl Region {
         if slack > 0 {
             advise_huge_pages(base, len);
         }
+        // The region holds its share of the budget from here on, and gives
+        // it back when it is unmapped.
+        core::mem::forget(budget);
         Some(Region { base, len, page })
     }
 
@@ -200,7 +259,98 @@ impl Drop for Region {
         // is being dropped: no reference into it is left.
         let unmapped = unsafe { libc::munmap(self.base.cast(), self.len) };
         debug_assert_eq!(unmapped, 0, "munmap of a pool's region failed");
+        drop(Budget(self.len));
     }
+}
+
+/// One region's share of the budget (see the module docs): a place among
+/// the regions alive and its bytes, given back when this drops.
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+struct Budget(usize);
+
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+impl Budget {
+    /// A share for a region of `len` bytes, if the budget has room.
+    fn claim(len: usize) -> Option<Budget> {
+        if LIVE.fetch_add(1, Ordering::Relaxed) >= Region::live_limit() {
+            LIVE.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        let reserved = RESERVED
+            .fetch_add(len, Ordering::Relaxed)
+            .saturating_add(len);
+        // From here on the share is given back by `drop`.
+        let budget = Budget(len);
+        match address_space_limit() {
+            Some(limit) if len > limit / 64 || reserved > limit / 4 => None,
+            _ => Some(budget),
+        }
+    }
+}
+
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+impl Drop for Budget {
+    fn drop(&mut self) {
+        RESERVED.fetch_sub(self.0, Ordering::Relaxed);
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The process's limit on memory mappings: Linux's `vm.max_map_count`,
+/// read once (65,530 where it cannot be read, and on other systems).
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+fn map_count_limit() -> usize {
+    /// The limit once read; 0 before.
+    static LIMIT: AtomicUsize = AtomicUsize::new(0);
+    match LIMIT.load(Ordering::Relaxed) {
+        0 => {
+            let limit = read_map_count_limit().unwrap_or(DEFAULT_MAP_COUNT).max(1);
+            // Racing readers read the same file: any of their answers will do.
+            LIMIT.store(limit, Ordering::Relaxed);
+            limit
+        }
+        limit => limit,
+    }
+}
+
+#[cfg(all(
+    target_os = "linux",
+    target_pointer_width = "64",
+    not(all(test, handle_pool_loom))
+))]
+fn read_map_count_limit() -> Option<usize> {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(all(
+    unix,
+    not(target_os = "linux"),
+    target_pointer_width = "64",
+    not(all(test, handle_pool_loom))
+))]
+fn read_map_count_limit() -> Option<usize> {
+    None
+}
+
+/// The process's address-space limit (`RLIMIT_AS`), if it has one.
+#[cfg(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom))))]
+fn address_space_limit() -> Option<usize> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid `rlimit` for the call to fill in.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    Some(usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
 }
 
 #[cfg(not(all(unix, target_pointer_width = "64", not(all(test, handle_pool_loom)))))]
@@ -209,6 +359,11 @@ impl Region {
     /// (under loom, a heap slice for its flat region instead, see there).
     pub(crate) fn reserve(_bytes: usize, _align: usize) -> Option<Region> {
         None
+    }
+
+    /// No regions on this target: nothing may be reserved.
+    pub(crate) fn allowance(_wanted: usize) -> usize {
+        0
     }
 
     /// Never called: no region exists on this target.

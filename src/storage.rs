@@ -9,9 +9,31 @@ use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 
 /// The most address space a pool's flat region reserves. Reserving costs no
 /// memory, but the address space of a process is finite (2^47 bytes on
-/// x86-64 Linux) and shared by all its pools: 1 GiB holds 64 M slots of a
-/// `u64` pool and lets over a hundred thousand pools exist at once.
+/// x86-64 Linux, less under an address-space limit) and shared by all its
+/// pools: 1 GiB holds 64 M slots of a `u64` pool. Only pools that outgrow
+/// their first chunk ([`FLAT_START`] slots) reserve one, and the process's
+/// regions together stay within a budget (see `Region::allowance`).
 const FLAT_BYTES: usize = 1 << 30;
+
+/// The index the flat region starts at. A pool's first slots, its *first
+/// chunk*, live in buckets: a pool that never holds more reserves no
+/// address space and costs the process no memory mapping, which lets a
+/// process hold hundreds of thousands of small pools. The region is
+/// reserved when the pool first needs a slot from here on.
+///
+/// A constant, so that a lookup's test of the flat region stays one
+/// comparison: `index - FLAT_START` (wrapping, in 32 bits) is below the
+/// committed count exactly for the committed slots, and the subtraction
+/// takes the place of the move that widened the index (`lea` for `mov`
+/// on x86-64: no instruction more, `lookup_icount`, docs/perf/0041). An
+/// index below it wraps past every count, and takes the bucket path.
+///
+/// Under loom 0: the models' flat regions start at their first slot, as
+/// they were written for (a region is still installed on first use).
+#[cfg(not(all(test, handle_pool_loom)))]
+pub(crate) const FLAT_START: u32 = 64;
+#[cfg(all(test, handle_pool_loom))]
+pub(crate) const FLAT_START: u32 = 0;
 
 /// The bucket table is indexed by `4 * (log2(shifted) - 1) + quarter`,
 /// masked to its size: every shifted index (from 4 to below 2^33) has an
@@ -37,26 +59,28 @@ fn never_allocated(index: u32) -> ! {
 }
 
 pub(crate) struct Storage<T> {
-    /// The flat region's first slot (dangling if there is no region; under
-    /// loom, the first of a leaked heap slice of `flat_reserved` slots):
-    /// slot `index` is at `flat + index` while `index < flat_committed`. Never
-    /// changes; an atomic only so that the storage's auto traits stay those
-    /// of its slots (loaded `Relaxed`, a plain load).
+    /// The flat region's first slot, that of index [`FLAT_START`]: slot
+    /// `index` is at `flat + (index - FLAT_START)` while that difference is
+    /// below `flat_committed`. Dangling (never null) until a region is
+    /// installed, then its first slot for good: every committer stores it
+    /// (the same value) before it raises `flat_committed`, so a thread that
+    /// reads a count above zero (Acquire) reads this after it (see
+    /// [`view`](Self::view)). An atomic also so that the storage's auto
+    /// traits stay those of its slots.
     flat: AtomicPtr<Slot<T>>,
-    /// Slots of the flat region the pool may use: mapped readable and
-    /// writable, and initialised. Only grows; what `capacity` counts.
+    /// Slots of the flat region the pool may use, from [`FLAT_START`] on:
+    /// mapped readable and writable, and initialised. Only grows; what
+    /// `capacity` counts of the region.
     flat_committed: AtomicUsize,
-    /// Bytes of the flat region mapped readable and writable, a whole number
-    /// of pages, at least `flat_committed` slots' worth. Only grows. (Unused
-    /// under loom, where nothing is mapped: 0.)
-    flat_mapped: AtomicUsize,
-    /// Slots the flat region reserves: indices below it live there, those
-    /// from it on in buckets. Zero without a region (under loom, the heap
-    /// slice's length).
-    flat_reserved: usize,
-    /// The reserved address space, unmapped when the storage is dropped
-    /// (after the buckets, which are separate allocations).
-    region: Option<Region>,
+    /// Whether the pool has a flat region, and which: null until the pool
+    /// first needs a slot from [`FLAT_START`] on, then the decision, for
+    /// good (a region, or none: [`FlatRegion::reserved`] 0). Freed with the
+    /// storage, which unmaps the region (after the buckets, which are
+    /// separate allocations).
+    decision: AtomicPtr<FlatRegion<T>>,
+    /// `Config::flat_slots` and `max_slots`, for that decision.
+    flat_slots: u32,
+    max_slots: u32,
     /// Bucket `b` starting at shifted index `s0` holds `bucket - s0`
     /// (wrapping, in slots): the slot of shifted index `s` is then at
     /// `biased + s`, with no offset to compute on the lookup path.
@@ -68,6 +92,101 @@ pub(crate) struct Storage<T> {
     /// auto traits (and those of everything that borrows it, such as the
     /// iterators) must follow `T`'s, not those of the atomic pointers.
     _owns: PhantomData<T>,
+}
+
+/// A pool's flat region, as decided when it first needed one: the slots
+/// of indices `FLAT_START..FLAT_START + reserved`, or none (`reserved` 0).
+struct FlatRegion<T> {
+    /// The reserved address space, unmapped when this drops. `None` under
+    /// loom (a heap slice instead), and where there is no region.
+    region: Option<Region>,
+    /// The region's first slot (under loom, the first of a leaked heap
+    /// slice of `reserved` slots; dangling where there is no region).
+    slots: *mut Slot<T>,
+    /// How many slots the region holds.
+    reserved: usize,
+    /// Bytes of the region mapped readable and writable, a whole number of
+    /// pages, at least the storage's `flat_committed` slots' worth. Only
+    /// grows. (0 under loom, where nothing is mapped.)
+    mapped: AtomicUsize,
+}
+
+impl<T> FlatRegion<T> {
+    /// No region: every slot lives in buckets.
+    fn none() -> Self {
+        FlatRegion {
+            region: None,
+            slots: ptr::NonNull::dangling().as_ptr(),
+            reserved: 0,
+            mapped: AtomicUsize::new(0),
+        }
+    }
+
+    /// The region of a storage whose first level holds `first` slots, for
+    /// at most `flat_slots` slots of the `max_slots` it may hand out: as
+    /// many as [`Storage::flat_len`] says fit what the process may reserve
+    /// now (see `Region::allowance`), or none if the system refuses.
+    fn reserve(first: u64, flat_slots: u32, max_slots: u32) -> Self {
+        let size = core::mem::size_of::<Slot<T>>();
+        if cfg!(all(test, handle_pool_loom)) {
+            let reserved = Storage::<T>::flat_len(first, flat_slots, max_slots, FLAT_BYTES);
+            // Under loom the flat region is a heap slice of slots
+            // constructed when it is installed (loom's atomics cannot live
+            // in zeroed pages, and loom cannot model a mapping): the models
+            // run lookups, inserts and removals through the flat region, as
+            // every 64-bit Unix pool does, with its installation and its
+            // count's publication but not its `mprotect`. Every slot is a
+            // few loom atomics: models ask for a handful.
+            assert!(
+                reserved <= 64,
+                "a loom model's flat region should be tiny (Config::flat_slots)"
+            );
+            if reserved == 0 {
+                return Self::none();
+            }
+            let slots = Box::into_raw(new_slots::<T>(reserved)).cast::<Slot<T>>();
+            return FlatRegion {
+                region: None,
+                slots,
+                reserved,
+                mapped: AtomicUsize::new(0),
+            };
+        }
+        let allowed = Region::allowance(FLAT_BYTES);
+        let reserved = Storage::<T>::flat_len(first, flat_slots, max_slots, allowed);
+        if reserved == 0 {
+            return Self::none();
+        }
+        // The first page is mapped now, so that a region exists only if the
+        // system lets it be used: later commits extend the mapped part of
+        // the same mapping (no new mapping to count against the process's
+        // limit), and a refusal here just means buckets.
+        let region = Region::reserve(reserved * size, core::mem::align_of::<Slot<T>>())
+            .filter(|region| region.commit(region.page()));
+        match region {
+            Some(region) => FlatRegion {
+                slots: region.base().cast::<Slot<T>>(),
+                mapped: AtomicUsize::new(region.page()),
+                region: Some(region),
+                reserved,
+            },
+            None => Self::none(),
+        }
+    }
+}
+
+impl<T> Drop for FlatRegion<T> {
+    fn drop(&mut self) {
+        if cfg!(all(test, handle_pool_loom)) && self.reserved > 0 {
+            let slots = ptr::slice_from_raw_parts_mut(self.slots, self.reserved);
+            // SAFETY: under loom, `slots` came from `Box::into_raw` of
+            // `reserved` slots in `reserve`, and the storage that owned this
+            // region is being dropped (or lost the race to install it, and
+            // never shared it). Slots never drop their value cells.
+            drop(unsafe { Box::from_raw(slots) });
+        }
+        // Elsewhere the region, if any, unmaps itself.
+    }
 }
 
 /// Where an index lives.
@@ -82,69 +201,48 @@ struct Location {
 impl<T> Storage<T> {
     /// Storage for indices below `max_slots` whose first bucket level holds
     /// `1 << first_shift` slots (at least 4, so that every level cuts into
-    /// four buckets), with a flat region for up to `flat_slots` of them.
+    /// four buckets), with a flat region for up to `flat_slots` of them from
+    /// [`FLAT_START`] on, reserved when the first of those is needed.
+    /// Making one reserves nothing and calls nothing of the system's.
     pub(crate) fn new(first_shift: u32, flat_slots: u32, max_slots: u32) -> Self {
         assert!(
             first_shift < 31,
             "the first bucket must be smaller than 2^31 slots"
         );
         let first_shift = first_shift.max(2);
-        let first = 1u64 << first_shift;
-        let reserved = Self::flat_len(first, flat_slots, max_slots);
-        let (region, flat, flat_reserved, mapped) = if cfg!(all(test, handle_pool_loom)) {
-            // Under loom the flat region is a heap slice of slots constructed
-            // up front (loom's atomics cannot live in zeroed pages, and loom
-            // cannot model a mapping): the models run lookups, inserts and
-            // removals through the flat region, as every 64-bit Unix pool
-            // does, with its count's publication but not its `mprotect`.
-            // Every slot is a few loom atomics: models ask for a handful.
-            assert!(
-                reserved <= 64,
-                "a loom model's flat region should be tiny (Config::flat_slots)"
-            );
-            let slots = Box::into_raw(new_slots::<T>(reserved)).cast::<Slot<T>>();
-            (None, slots, reserved, 0)
-        } else {
-            // The first page is mapped now, so that a region exists only if
-            // the system lets it be used: later commits extend the mapped
-            // part of the same mapping (no new mapping to count against the
-            // process's limit), and a refusal here just means buckets.
-            let region = Region::reserve(
-                reserved * core::mem::size_of::<Slot<T>>(),
-                core::mem::align_of::<Slot<T>>(),
-            )
-            .filter(|region| region.commit(region.page()));
-            match region {
-                Some(region) => {
-                    let (base, page) = (region.base().cast::<Slot<T>>(), region.page());
-                    (Some(region), base, reserved, page)
-                }
-                None => (None, ptr::NonNull::dangling().as_ptr(), 0, 0),
-            }
-        };
         Storage {
-            flat: AtomicPtr::new(flat),
+            flat: AtomicPtr::new(ptr::NonNull::dangling().as_ptr()),
             flat_committed: AtomicUsize::new(0),
-            flat_mapped: AtomicUsize::new(mapped),
-            flat_reserved,
-            region,
+            decision: AtomicPtr::new(ptr::null_mut()),
+            flat_slots,
+            max_slots,
             buckets: core::array::from_fn(|_| AtomicPtr::new(unallocated())),
-            first,
+            first: 1u64 << first_shift,
             _owns: PhantomData,
         }
     }
 
-    /// How many slots the flat region should hold: all `max_slots` if they
-    /// fit in `flat_slots` and [`FLAT_BYTES`], else the most that fit and
-    /// end where a bucket level starts (`flat + first` a power of two), so
-    /// that the buckets after it are whole.
-    fn flat_len(first: u64, flat_slots: u32, max_slots: u32) -> usize {
-        let fit = (FLAT_BYTES / core::mem::size_of::<Slot<T>>()).min(flat_slots as usize);
-        if fit >= max_slots as usize {
-            return max_slots as usize;
+    /// How many slots the flat region should hold, from [`FLAT_START`] on:
+    /// all the `max_slots` past it if they fit in `flat_slots` and `bytes`,
+    /// else the most that fit and end where a bucket level starts
+    /// (`FLAT_START + reserved + first` a power of two), so that the
+    /// buckets after it are whole. None if the pool never gets past its
+    /// first chunk, or if the chunk does not end where a bucket starts (a
+    /// first level other than the default's 16 to 256 slots), so that no
+    /// bucket holds slots on both sides of the region's start.
+    fn flat_len(first: u64, flat_slots: u32, max_slots: u32, bytes: usize) -> usize {
+        let start = u64::from(FLAT_START);
+        if u64::from(max_slots) <= start
+            || Self::bucket_start(Self::bucket_of(start + first)) != start + first
+        {
+            return 0;
         }
-        let level = 1u64 << (fit as u64 + first).ilog2();
-        (level - first) as usize
+        let fit = (bytes / core::mem::size_of::<Slot<T>>()).min(flat_slots as usize) as u64;
+        if start + fit >= u64::from(max_slots) {
+            return (u64::from(max_slots) - start) as usize;
+        }
+        let level = 1u64 << (start + fit + first).ilog2();
+        level.saturating_sub(start + first) as usize
     }
 
     /// The table entry of a shifted index: `4 * (log2 - 1) + quarter`.
@@ -244,12 +342,18 @@ impl<T> Storage<T> {
     /// load out of a loop (docs/perf/0036).
     #[inline(always)]
     pub(crate) fn view(&self) -> View<'_, T> {
-        // Relaxed: `flat` never changes after construction.
+        // Count first. Acquire pairs with the Release `fetch_max` in
+        // `commit_flat`: the slots below the count are mapped and
+        // initialised, and `flat` was stored before it, so with a count
+        // above zero the load below reads the region's first slot.
+        let committed = self.flat_committed.load(Ordering::Acquire);
+        // Relaxed: ordered by the Acquire load above; with a count of zero
+        // the pointer is never used.
         let flat = self.flat.load(Ordering::Relaxed);
         if flat.is_null() {
-            // SAFETY: `new` sets `flat` once, to the region's base (never
-            // null: `Region::reserve` refuses a mapping at address 0), to a
-            // dangling pointer, or under loom to a `Box`'s: all non-null.
+            // SAFETY: `flat` is a dangling pointer until a committer stores
+            // the region's first slot (never null: `Region::reserve` refuses
+            // a mapping at address 0; under loom a `Box`'s): never null.
             // Telling the compiler so here, where the pointer is loaded, lets
             // a lookup test `index` alone, not the slot's address for
             // `None`'s null niche as well (every lookup was longer with
@@ -259,9 +363,45 @@ impl<T> Storage<T> {
         View {
             storage: self,
             flat,
-            // Acquire pairs with the Release `fetch_max` in `commit_flat`:
-            // the slots below the count are mapped and initialised.
-            committed: self.flat_committed.load(Ordering::Acquire),
+            committed,
+        }
+    }
+
+    /// Where `index` would be in the flat region: its distance from
+    /// [`FLAT_START`], in 32 bits, so that an index below wraps past every
+    /// count (see there).
+    ///
+    /// On x86-64 one `lea` into a 32-bit register, which subtracts and
+    /// widens at once: as many instructions as the widening alone took
+    /// before there was a first chunk. Written in Rust, the widened
+    /// subtraction becomes an add of the 64-bit constant `2^32 - 64`,
+    /// which LLVM hoists into a register in a function with two inlined
+    /// lookups (`with`, `get_cloned`): a `mov` and an `add` per lookup, one
+    /// instruction more (docs/perf/0041).
+    #[inline(always)]
+    fn flat_offset(index: u32) -> usize {
+        #[cfg(all(target_arch = "x86_64", not(miri), not(all(test, handle_pool_loom))))]
+        {
+            const _: () = assert!(FLAT_START == 64, "the `lea` below subtracts 64");
+            let offset: usize;
+            // SAFETY: arithmetic on registers alone: no memory, no stack,
+            // no flags. The low 32 bits of `index`'s register minus 64,
+            // written to a 32-bit register, which clears its upper half:
+            // `index.wrapping_sub(64) as usize`, whatever the upper half
+            // of `index`'s register held.
+            unsafe {
+                core::arch::asm!(
+                    "lea {offset:e}, [{index:r} - 64]",
+                    index = in(reg) index,
+                    offset = lateout(reg) offset,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+            offset
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri), not(all(test, handle_pool_loom)))))]
+        {
+            index.wrapping_sub(FLAT_START) as usize
         }
     }
 
@@ -274,21 +414,23 @@ impl<T> Storage<T> {
     /// ran more instructions (a review's callgrind counts; docs/perf/0036).
     #[inline(always)]
     pub(crate) fn flat_slot(&self, index: u32) -> Option<&Slot<T>> {
+        let offset = Self::flat_offset(index);
         // Acquire pairs with the Release `fetch_max` in `commit_flat`: the
-        // slots below the count are mapped and initialised.
-        if (index as usize) >= self.flat_committed.load(Ordering::Acquire) {
+        // slots below the count are mapped and initialised, and `flat` was
+        // stored before it (as in `view`).
+        if offset >= self.flat_committed.load(Ordering::Acquire) {
             return None;
         }
-        // Relaxed: `flat` never changes after construction.
+        // Relaxed: ordered by the Acquire load above (as in `view`).
         let flat = self.flat.load(Ordering::Relaxed);
         if flat.is_null() {
             // SAFETY: `flat` is never null, as in `view`.
             unsafe { core::hint::unreachable_unchecked() }
         }
-        // SAFETY: `index` is below the committed count just read, so
-        // `flat + index` is a committed, initialised slot of the region,
+        // SAFETY: `offset` is below the committed count just read, so
+        // `flat + offset` is a committed, initialised slot of the region,
         // which lives until `self` is dropped (as in `View::flat_slot`).
-        Some(unsafe { &*flat.add(index as usize) })
+        Some(unsafe { &*flat.add(offset) })
     }
 
     /// `find_or` for an index the flat region does not hold (yet).
@@ -327,18 +469,79 @@ impl<T> Storage<T> {
         }
     }
 
-    /// Makes sure every slot in `start..end` is allocated.
+    /// Makes sure every slot in `start..end` is allocated: those of the
+    /// first chunk and past the flat region in buckets, those in it
+    /// committed (the region reserved first, if this is the first slot
+    /// the pool needs from [`FLAT_START`] on).
     pub(crate) fn ensure(&self, start: u32, end: u32) {
         if start >= end {
             return;
         }
-        if (start as usize) < self.flat_reserved {
-            self.commit_flat((end as usize).min(self.flat_reserved));
+        if end <= FLAT_START {
+            return self.allocate_buckets(start, end);
         }
-        let start = start.max(self.flat_reserved as u32);
-        if start >= end {
-            return;
+        let region = self.flat_region();
+        // At most `max_slots`, below 2^32, so a `u32`.
+        let flat_end = FLAT_START + region.reserved as u32;
+        let (from, to) = (start.max(FLAT_START), end.min(flat_end));
+        if from < to {
+            self.commit_flat(region, Self::flat_offset(from), Self::flat_offset(to));
         }
+        self.allocate_buckets(start, end.min(FLAT_START));
+        self.allocate_buckets(start.max(flat_end), end);
+    }
+
+    /// The pool's flat region: decided the first time it is asked for,
+    /// by reserving one (`FlatRegion::reserve`), for good. Lock-free:
+    /// threads that race here each reserve, one installs its region with a
+    /// CAS, and the others free theirs and take the winner's.
+    fn flat_region(&self) -> &FlatRegion<T> {
+        // Acquire pairs with the Release CAS below, in whichever thread
+        // installed the decision: its fields are initialised.
+        let decided = self.decision.load(Ordering::Acquire);
+        if !decided.is_null() {
+            // SAFETY: an installed decision lives until the storage drops,
+            // which `&self` borrows, and is never written after the CAS that
+            // published it (the load above read that CAS).
+            return unsafe { &*decided };
+        }
+        self.decide()
+    }
+
+    /// [`flat_region`](Self::flat_region)'s first call.
+    #[cold]
+    #[inline(never)]
+    fn decide(&self) -> &FlatRegion<T> {
+        let fresh = Box::into_raw(Box::new(FlatRegion::<T>::reserve(
+            self.first,
+            self.flat_slots,
+            self.max_slots,
+        )));
+        // Release publishes the fresh decision's fields; Acquire on failure
+        // pairs with the winner's Release.
+        match self.decision.compare_exchange(
+            ptr::null_mut(),
+            fresh,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: installed just now; it lives until the storage drops.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` came from `Box::into_raw` above and was
+                // never shared: the CAS that would have installed it failed.
+                // Dropping it unmaps its region, which nothing used.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: as in `flat_region`: installed by the winner's
+                // Release CAS, which the failed CAS read; lives until the
+                // storage drops.
+                unsafe { &*winner }
+            }
+        }
+    }
+
+    /// Allocates the buckets of the slots in `start..end`.
+    fn allocate_buckets(&self, start: u32, end: u32) {
         let mut index = start as u64;
         while index < end as u64 {
             let at = self.locate(index as u32);
@@ -351,52 +554,61 @@ impl<T> Storage<T> {
         }
     }
 
-    /// Commits the flat region's slots below `end` (at most
-    /// `flat_reserved`). The pages behind them are mapped an eighth ahead of
-    /// what is mapped already (in whole huge pages past the first 2 MiB,
-    /// see `Region::round_up`), so that a growing pool makes a logarithmic
+    /// Commits the flat region's slots `from..end`, counted from
+    /// [`FLAT_START`] (`end` at most the region's `reserved`); those below
+    /// `from` are committed already, or being committed by a racing call.
+    /// The pages behind them are mapped an eighth ahead of what is mapped
+    /// already (in whole huge pages past the first 2 MiB, see
+    /// `Region::round_up`), so that a growing pool makes a logarithmic
     /// number of system calls; the slots committed (its capacity) are exactly
     /// those asked for, as with an allocation. Mapped pages take memory only
     /// when first written.
     #[cold]
-    fn commit_flat(&self, end: usize) {
+    fn commit_flat(&self, region: &FlatRegion<T>, from: usize, end: usize) {
+        debug_assert!(from < end && end <= region.reserved);
         // Relaxed: a shortcut only; the count is published below.
         if end <= self.flat_committed.load(Ordering::Relaxed) {
             return;
         }
-        // Under loom the slots were constructed with the storage: nothing
+        // Under loom the slots were constructed with the region: nothing
         // to map.
         if !cfg!(all(test, handle_pool_loom)) {
-            self.map_flat(end);
+            Self::map_flat(region, end);
         }
-        // Release pairs with the Acquire load in `view`: the slots' pages
-        // are readable and writable (and zero where fresh: `FREE(0, 0)`)
-        // before any thread that sees the count reads them. `fetch_max`: a
-        // racing committer may have published more.
+        // Every committer stores the region's first slot (the same value)
+        // before it raises the count, so no lookup waits for the thread
+        // that installed the region. Relaxed: published by the Release
+        // below.
+        self.flat.store(region.slots, Ordering::Relaxed);
+        // Release pairs with the Acquire loads in `view` and `flat_slot`:
+        // `flat` is stored and the slots' pages are readable and writable
+        // (and zero where fresh: `FREE(0, 0)`) before any thread that sees
+        // the count reads them. `fetch_max`: a racing committer may have
+        // published more.
         self.flat_committed.fetch_max(end, Ordering::Release);
     }
 
-    /// Maps the flat region's pages behind the slots below `end`.
-    fn map_flat(&self, end: usize) {
-        let Some(region) = &self.region else {
+    /// Maps the pages of `region` behind its slots below `end`.
+    fn map_flat(region: &FlatRegion<T>, end: usize) {
+        let Some(mapping) = &region.region else {
             unreachable!("flat slots without a region")
         };
         let bytes = end * core::mem::size_of::<Slot<T>>();
         // Acquire pairs with the Release `fetch_max` below, made by the
         // thread that mapped those bytes: its `mprotect` returned before.
-        let mapped = self.flat_mapped.load(Ordering::Acquire);
+        let mapped = region.mapped.load(Ordering::Acquire);
         if bytes > mapped {
-            let target = region
+            let target = mapping
                 .round_up(bytes.max(mapped + mapped / 8))
-                .min(region.len());
-            if !region.commit(target) {
+                .min(mapping.len());
+            if !mapping.commit(target) {
                 std::alloc::handle_alloc_error(
                     std::alloc::Layout::from_size_align(target, core::mem::align_of::<Slot<T>>())
                         .expect("a reserved region's size is a valid layout"),
                 );
             }
             // Release pairs with the Acquire load above, in other committers.
-            self.flat_mapped.fetch_max(target, Ordering::Release);
+            region.mapped.fetch_max(target, Ordering::Release);
         }
     }
 
@@ -477,18 +689,20 @@ impl<'a, T> View<'a, T> {
     /// view was made.
     #[inline(always)]
     fn flat_slot(&self, index: u32) -> Option<&'a Slot<T>> {
-        if (index as usize) >= self.committed {
+        let offset = Storage::<T>::flat_offset(index);
+        if offset >= self.committed {
             return None;
         }
-        // SAFETY: `index` is below the count `Storage::view` read (Acquire,
-        // pairing with `commit_flat`'s Release), so `flat + index` is a
-        // slot of the region, committed (readable and writable) and
-        // initialised (fresh pages are zero, the word `FREE(0, 0)`, as in
-        // `new_slots`; under loom, constructed in `new`) before that count
-        // was published. The count only grows and the region is unmapped
-        // only when the storage is dropped, which the view's borrow `'a`
+        // SAFETY: `offset` is below the count `Storage::view` read (Acquire,
+        // pairing with `commit_flat`'s Release), so `flat` (read after it)
+        // is the region's first slot and `flat + offset` a slot of the
+        // region, committed (readable and writable) and initialised (fresh
+        // pages are zero, the word `FREE(0, 0)`, as in `new_slots`; under
+        // loom, constructed with the region) before that count was
+        // published. The count only grows and the region is unmapped only
+        // when the storage is dropped, which the view's borrow `'a`
         // outlives: the slot stays valid for `'a`.
-        Some(unsafe { &*self.flat.add(index as usize) })
+        Some(unsafe { &*self.flat.add(offset) })
     }
 }
 
@@ -515,7 +729,7 @@ impl<'a, T> FindSlot<'a, T> for View<'a, T> {
             return found(slot);
         }
         // The flat region may have grown since the view was made, and a
-        // bucket below `flat_reserved` is never allocated: look again in
+        // bucket the region covers is never allocated: look again in
         // the storage as it is now, whose count may hold the index.
         self.storage.find_or(index, found, missing)
     }
@@ -650,15 +864,13 @@ impl<T> DoubleEndedIterator for Slots<'_, T> {
 
 impl<T> Drop for Storage<T> {
     fn drop(&mut self) {
-        if cfg!(all(test, handle_pool_loom)) {
-            let flat = ptr::slice_from_raw_parts_mut(
-                self.flat.load(Ordering::Relaxed),
-                self.flat_reserved,
-            );
-            // SAFETY: under loom, `flat` came from `Box::into_raw` of
-            // `flat_reserved` slots in `new`, and `&mut self` means no one
-            // else uses them. Slots never drop their value cells.
-            drop(unsafe { Box::from_raw(flat) });
+        // Relaxed: `&mut self`, no other thread uses the storage now.
+        let decided = self.decision.load(Ordering::Relaxed);
+        if !decided.is_null() {
+            // SAFETY: the decision came from `Box::into_raw` in `decide`,
+            // installed once, and `&mut self` means no reference into its
+            // region is left. Dropping it unmaps the region.
+            drop(unsafe { Box::from_raw(decided) });
         }
         for (bucket, start) in self.allocated() {
             let len = self.allocated_len(bucket);
