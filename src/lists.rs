@@ -137,10 +137,23 @@ impl FreeList {
     /// and tag are unchanged, so no pop happened since the head was read and
     /// no slot of the walked run can have moved.
     pub(crate) fn pop_run<T>(&self, storage: &Storage<T>, max: u32) -> Option<(Chain, u32)> {
+        self.pop_run_within(storage, max, u32::MAX)
+    }
+
+    /// [`pop_run`](Self::pop_run), giving up (`None`) after `tries` walks
+    /// that another thread's pop or push made stale: for a magazine's
+    /// refill, which walks inside its owner's section, and must keep that
+    /// section short whatever the other threads do to the shared list.
+    pub(crate) fn pop_run_within<T>(
+        &self,
+        storage: &Storage<T>,
+        max: u32,
+        tries: u32,
+    ) -> Option<(Chain, u32)> {
         // Acquire: as in `pop`; it also covers the links of every slot below
         // the head (earlier pushes are in the head's release sequence).
         let mut head = self.word.load(Ordering::Acquire);
-        loop {
+        for _ in 0..tries {
             let first = low(head);
             if first == NIL || max == 0 {
                 return None;
@@ -173,6 +186,7 @@ impl FreeList {
                 Err(actual) => head = actual,
             }
         }
+        None
     }
 
     /// Pushes the chain the caller owns from `first` to the slot whose link

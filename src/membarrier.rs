@@ -1,15 +1,13 @@
 //! The asymmetric fence of the magazine handshake: a light half for the
 //! owner, free at run time, and a heavy half for a revoker (Linux
-//! `membarrier`, private expedited; where that call starts failing after
-//! registration, a page-protection change, which makes the kernel
-//! interrupt every core running a thread of the process).
+//! `membarrier`, private expedited).
 //!
 //! | state | heavy fence | new pools |
 //! |---|---|---|
 //! | unknown | registers first | ask |
-//! | available | `membarrier`, else the page fence; both refused: failed | make magazines |
+//! | available | `membarrier`; refused: failed | make magazines |
 //! | unavailable (never registered) | refused | make none |
-//! | failed (both refused once) | refused | make none; owners retire theirs |
+//! | failed (refused after registration) | refused | make none; owners retire theirs |
 
 use crate::sync::Ordering;
 
@@ -131,87 +129,14 @@ mod syscall {
             return true;
         }
         // Refused after registration (a sandbox's filter installed late,
-        // `ENOMEM`): the page fence does the same work, slower.
-        if page_fence::heavy() {
-            return true;
-        }
-        // Neither: no revoker can take a magazine over from now on. New
+        // `ENOMEM`): no revoker can take a magazine over from now on. New
         // pools make none, and owners retire theirs (`fences_failed`).
+        // (A page-protection change is no substitute: on x86-64 with
+        // broadcast TLB invalidation, as on arm64, it interrupts no other
+        // core.)
         // Release pairs with the Acquire load in `available`.
         STATE.store(FAILED, Ordering::Release);
         false
-    }
-
-    /// The fence .NET's runtime uses where `membarrier` is missing
-    /// (`FlushProcessWriteBuffers`, which takes all access away; taking
-    /// write access is enough): taking write access away from a page
-    /// this process has written makes the kernel flush that page's
-    /// translation from every core that may hold it, with an interrupt to
-    /// each core running a thread of the process; taking an interrupt
-    /// drains the core's store buffer, as the `membarrier` call does. Only
-    /// on x86-64, whose shootdowns are interrupts (arm64's are broadcast
-    /// instructions, which interrupt nothing).
-    #[cfg(target_arch = "x86_64")]
-    mod page_fence {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        use std::sync::{Mutex, OnceLock};
-
-        /// The page's address, or `None` if it could not be mapped.
-        static PAGE: OnceLock<Option<usize>> = OnceLock::new();
-        /// One fence at a time: another thread's `PROT_READ` between this
-        /// one's `PROT_READ | PROT_WRITE` and its write would fault it.
-        static LOCK: Mutex<()> = Mutex::new(());
-
-        fn page_size() -> usize {
-            // SAFETY: sysconf reads a configuration value.
-            let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-            usize::try_from(size).unwrap_or(4096)
-        }
-
-        pub(in super::super) fn heavy() -> bool {
-            let Some(page) = *PAGE.get_or_init(|| {
-                // SAFETY: an anonymous private mapping of one page at an
-                // address the kernel picks; no memory of ours is touched.
-                let page = unsafe {
-                    libc::mmap(
-                        core::ptr::null_mut(),
-                        page_size(),
-                        libc::PROT_NONE,
-                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                        -1,
-                        0,
-                    )
-                };
-                (page != libc::MAP_FAILED).then_some(page as usize)
-            }) else {
-                return false;
-            };
-            let _one = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let size = page_size();
-            let ptr = page as *mut libc::c_void;
-            // SAFETY: `page` is our own mapping of `size` bytes, never
-            // unmapped; only this function, under `LOCK`, changes its
-            // protection or writes it.
-            unsafe {
-                if libc::mprotect(ptr, size, libc::PROT_READ | libc::PROT_WRITE) != 0 {
-                    return false;
-                }
-                // Written, so its translation is present and writable
-                // where the flush below must reach (SeqCst: a full barrier
-                // on this core too).
-                (*(ptr as *const AtomicU64)).fetch_add(1, Ordering::SeqCst);
-                // Write access taken away: a change every core that may
-                // hold the translation must see, through the shootdown.
-                libc::mprotect(ptr, size, libc::PROT_READ) == 0
-            }
-        }
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    mod page_fence {
-        pub(in super::super) fn heavy() -> bool {
-            false
-        }
     }
 }
 

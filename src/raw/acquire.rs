@@ -21,6 +21,10 @@ pub(super) enum Take {
     Any,
 }
 
+/// Walks a refill tries before it leaves the shared list to the others
+/// (see `pop_from_magazine`).
+const REFILL_TRIES: u32 = 4;
+
 impl<T> RawPool<T> {
     /// Takes a `FREE` slot for an insert: from the calling thread's
     /// magazine, else its home stripe, else another stripe or fresh (see
@@ -63,10 +67,14 @@ impl<T> RawPool<T> {
                     // never holds its stripe's free slots from them, and a
                     // magazine holds at most a batch free whatever its
                     // owner does next. The walk visits the slots this
-                    // thread pops next anyway.
-                    let (run, count) = self.stripes[home]
-                        .free
-                        .pop_run(&self.storage, self.config.batch)?;
+                    // thread pops next anyway. A few tries at most: the
+                    // walk is inside the section, which a revoker waits
+                    // for; past them the insert pops off the shared list.
+                    let (run, count) = self.stripes[home].free.pop_run_within(
+                        &self.storage,
+                        self.config.batch,
+                        REFILL_TRIES,
+                    )?;
                     if section.refill(&self.storage, run, count) {
                         // Relaxed: a hint for back-pressure.
                         self.magazine_users.fetch_add(1, Ordering::Relaxed);
@@ -181,9 +189,9 @@ impl<T> RawPool<T> {
     /// A free slot popped out of some magazine, each revoked in turn (see
     /// `magazine`), waiting for its owner as `flush` does. The slot is
     /// popped while the magazine is held: put on the shared list for a pop
-    /// after the hold, it went back into the magazine whenever its owner
-    /// refilled first, which takes that list whole, and a full pool's
-    /// insert failed with a slot free (loom:
+    /// after the hold, it could go back into the magazine whenever its
+    /// owner refilled first, and a full pool's insert failed with a slot
+    /// free (loom:
     /// `a_full_pool_takes_a_slot_its_owner_would_refill`).
     pub(super) fn pop_from_magazines(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         if !self.stripes.have_magazines() {

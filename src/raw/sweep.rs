@@ -81,11 +81,14 @@ impl<T> RawPool<T> {
                 self.reclaimer.seal(target, batch);
             }
         }
+        // Judged before the note below: a note just taken (a sweep due to
+        // pops notes every stripe first) would make any stripe look quiet.
+        let quiet = stripe.is_quiet();
         // Noted here too, not only by inserts' sweeps: with no insert
         // anywhere, an idle thread's sealed batch would otherwise never
         // be found quiet, and never reclaimed by removals elsewhere.
         stripe.note_inserts();
-        if target == from || stripe.is_quiet() {
+        if target == from || quiet {
             self.reclaim_into(target, target);
         }
     }
@@ -93,9 +96,10 @@ impl<T> RawPool<T> {
     /// Seals every stripe's partial batch, its magazine's too, and reclaims
     /// every batch no reader holds back (a guard or a one-call read that
     /// began before its seal) onto `home`'s free list. The magazines' free
-    /// slots stay with their owners: moving them onto a shared list that is
-    /// not empty means walking them, a step per slot, and a magazine's list
-    /// can hold a whole stripe's free slots.
+    /// slots (a batch at most each) stay with their owners: moving them
+    /// onto a shared list that is not empty means walking them, a step per
+    /// slot. The caller's own magazine is sealed through its section, with
+    /// no fence.
     pub(super) fn seal_and_reclaim_all(&self, home: StripeIndex) {
         // The caller's own magazine through its section, which needs no
         // heavy fence: so a flush seals its own thread's removals even
@@ -139,8 +143,8 @@ impl<T> RawPool<T> {
     }
 
     /// Moves the free slots of `stripe`'s magazine, which `revoked` holds,
-    /// onto the stripe's shared list: unwalked onto an empty list, the usual
-    /// case, since the magazine took that list whole.
+    /// onto the stripe's shared list: unwalked onto an empty list, else
+    /// walked (a batch at most, what a refill takes).
     pub(super) fn move_free_to_shared(&self, stripe: StripeIndex, revoked: &Revoked<'_>) {
         if let Some(first) = revoked.take_free() {
             self.stripes[stripe].free.push_to_nil(&self.storage, first);

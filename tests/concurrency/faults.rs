@@ -41,11 +41,11 @@ fn in_child(name: &str, scenario: impl FnOnce()) {
 }
 
 /// Makes every later `membarrier(PRIVATE_EXPEDITED)` of this process fail
-/// with `ENOMEM` (a real return of that call), and with `page_fence` also
-/// every `mprotect(.., PROT_READ)` (the page fence's; the process's own
-/// start-up is past), as a sandbox's filter installed late might. Returns `false` where seccomp filters cannot be installed.
+/// with `ENOMEM` (a real return of that call), as a sandbox's filter
+/// installed late might. Returns `false` where seccomp filters cannot be
+/// installed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn refuse_heavy_fences(page_fence: bool) -> bool {
+fn refuse_membarrier() -> bool {
     use libc::{sock_filter, sock_fprog, BPF_ABS, BPF_JEQ, BPF_JMP, BPF_K, BPF_LD, BPF_RET, BPF_W};
     const ARCH: u32 = 4;
     const NR: u32 = 0;
@@ -67,10 +67,7 @@ fn refuse_heavy_fences(page_fence: bool) -> bool {
         jf,
         k,
     };
-    let mut rules = vec![(libc::SYS_membarrier as u32, 0, 1 << 3)];
-    if page_fence {
-        rules.push((libc::SYS_mprotect as u32, 2, libc::PROT_READ as u32));
-    }
+    let rules = [(libc::SYS_membarrier as u32, 0, 1 << 3)];
     let mut program = vec![
         stmt(BPF_LD | BPF_W | BPF_ABS, ARCH),
         jump(AUDIT_ARCH_X86_64, 1, 0),
@@ -115,75 +112,23 @@ fn remove_on_a_thread_that_exits(pool: &HandlePool<Counted>, count: usize, alive
     });
 }
 
-/// `membarrier` refused after the process registered: the heavy fence
-/// falls back to the page fence, so `flush` still takes every magazine's
-/// partial batch, an exited thread's included, and a small full pool
-/// still finds the free slots in magazines.
+/// `membarrier` refused after the process registered: new pools make no
+/// magazines, an owner retires its own at its next slow path, and `flush`
+/// still drops what the calling thread removed, through its own magazine's
+/// section. (A partial batch in the magazine of an idle or exited thread
+/// cannot be taken any more: it waits for `&mut` reclamation or the pool's
+/// drop, as documented.)
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
-fn a_refused_membarrier_falls_back_and_flush_still_drops_everything() {
+fn a_refused_membarrier_retires_magazines_and_flush_drops_the_callers_removals() {
     let _serial = serial();
     in_child(
-        "a_refused_membarrier_falls_back_and_flush_still_drops_everything",
-        || {
-            let alive = Alive::new();
-            let pool: HandlePool<Counted> = HandlePool::new();
-            assert!(
-                pool.remove(pool.insert(alive.value())),
-                "registers the fence"
-            );
-            if !refuse_heavy_fences(false) {
-                eprintln!("no seccomp here: nothing to check");
-                return;
-            }
-            for _ in 0..9 {
-                assert!(pool.remove(pool.insert(alive.value())));
-            }
-            remove_on_a_thread_that_exits(&pool, 10, &alive);
-            pool.flush();
-            assert_eq!(alive.count(), 0, "flush dropped every removed value");
-            // Every slot of a tiny pool freed into magazines, then the pool
-            // filled again from another thread.
-            let small: HandlePool<u64> = HandlePool::with_config(Config {
-                max_slots: 64,
-                ..Config::default()
-            });
-            thread::scope(|s| {
-                s.spawn(|| {
-                    let handles: Vec<_> = (0..64).map(|i| small.insert(i)).collect();
-                    for handle in handles {
-                        assert!(small.remove(handle));
-                    }
-                });
-            });
-            small.flush();
-            for i in 0..64 {
-                assert!(
-                    small.try_insert(i).is_ok(),
-                    "insert {i} into a pool of 64 with len {}",
-                    small.len()
-                );
-            }
-        },
-    );
-}
-
-/// Both heavy fences refused: new pools make no magazines, an owner
-/// retires its own at its next slow path, and `flush` still drops what the
-/// calling thread removed, through its own magazine's section. (A partial
-/// batch in the magazine of an idle or exited thread cannot be taken any
-/// more: it waits for `&mut` reclamation or the pool's drop, as documented.)
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[test]
-fn refused_heavy_fences_retire_magazines_and_flush_drops_the_callers_removals() {
-    let _serial = serial();
-    in_child(
-        "refused_heavy_fences_retire_magazines_and_flush_drops_the_callers_removals",
+        "a_refused_membarrier_retires_magazines_and_flush_drops_the_callers_removals",
         || {
             let alive = Alive::new();
             let mut pool: HandlePool<Counted> = HandlePool::new();
             let handles: Vec<_> = (0..10).map(|_| pool.insert(alive.value())).collect();
-            if !refuse_heavy_fences(true) {
+            if !refuse_membarrier() {
                 eprintln!("no seccomp here: nothing to check");
                 return;
             }
@@ -193,8 +138,8 @@ fn refused_heavy_fences_retire_magazines_and_flush_drops_the_callers_removals() 
                 assert!(pool.remove(handle));
             }
             // This thread's batch is sealed through its own section; the
-            // exited thread's cannot be taken (the revocation's fences
-            // are refused, and marked failed).
+            // exited thread's cannot be taken (the revocation's fence is
+            // refused, and marked failed).
             pool.flush();
             assert!(
                 alive.count() <= 10,
