@@ -1,13 +1,14 @@
 //! When removed values are dropped: reclamation that is prompt, live and
 //! bounded, memory under churn (`reclamation`, with a global allocator that
 //! counts live bytes), writers that never wait for each other (`writers`),
-//! and guards at the edges of a thread's life
-//! (`guards`).
+//! guards at the edges of a thread's life (`guards`), and what pools take
+//! of the process's mapping and address-space limits (`mappings`).
 //!
 //! A guard held anywhere in the process holds back every pool's
 //! reclamation, and the allocator counts every thread's bytes: every test
 //! here holds [`serial`], so none runs while another holds a guard or
-//! allocates.
+//! allocates. (`mappings` runs each test alone in a child process
+//! instead, which it spoils.)
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -17,6 +18,8 @@ mod common;
 // be looked for next to it, in `tests/`).
 #[path = "reclamation/guards.rs"]
 mod guards;
+#[path = "reclamation/mappings.rs"]
+mod mappings;
 #[path = "reclamation/reclamation.rs"]
 mod reclamation;
 #[path = "reclamation/writers.rs"]

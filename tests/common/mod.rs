@@ -245,6 +245,47 @@ impl PinnedThread {
 }
 
 // ---------------------------------------------------------------------------
+// A test alone in its own process.
+
+/// Runs `scenario` in a child process where no other test runs: this test
+/// binary, re-executed on the one test `name` with `--test-threads=1`.
+/// `module` is the caller's `module_path!()` and `name` its test function's
+/// name; together they make the name libtest knows the test by (the module
+/// path without the binary's name), as `--exact` needs it.
+///
+/// In the child, `scenario` runs as the test's body: a panic fails the
+/// test, and with it the child. In the parent, this waits for the child
+/// and fails, with the child's output, unless the child ran exactly that
+/// test and it passed. For tests whose outcome another test of the same
+/// binary could change: reclamation is process-wide, so a guard held by
+/// any test holds back every pool's batches sealed after it was pinned; or
+/// whose process is spoiled afterwards (a forgotten guard, a mapping limit
+/// nearly spent, a fork).
+pub fn in_child_process(module: &str, name: &str, scenario: impl FnOnce()) {
+    const KEY: &str = "HANDLE_POOL_TEST_IN_CHILD";
+    let test = match module.split_once("::") {
+        Some((_, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    };
+    if std::env::var(KEY).as_deref() == Ok(test.as_str()) {
+        scenario();
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", &test, "--test-threads=1", "--nocapture"])
+        .env(KEY, &test)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{test} failed in its child process ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+// ---------------------------------------------------------------------------
 // The operation strategy of the model tests.
 
 /// Where a forged handle's bits come from.
