@@ -15,10 +15,12 @@ use std::alloc::{self, Layout};
 
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
-/// Segments in the table: with a first segment of `1 << shift` positions,
-/// position `p` is in segment `log2(p + first) - shift`, below 33 for
-/// every `u32` position whatever the shift.
-const SEGMENTS: usize = 33;
+/// Entries of the segment tables: with a first segment of `1 << shift`
+/// positions, position `p` is in segment `log2(p + first) - shift`, below
+/// 33 for every `u32` position whatever the shift. 64, so that the index
+/// masked to the table proves itself in range without a bounds check; the
+/// entries past the last segment stay null.
+const SEGMENTS: usize = 64;
 
 /// The words and values of the positions below a limit.
 pub(super) struct Column<T> {
@@ -30,6 +32,8 @@ pub(super) struct Column<T> {
     values: [AtomicPtr<T>; SEGMENTS],
     /// log2 of the first segment's length.
     shift: u32,
+    /// The first segment's length, `1 << shift`.
+    first: u64,
     /// Positions below this exist; the segment that reaches past it is cut
     /// there.
     limit: u32,
@@ -77,6 +81,7 @@ impl<T> Column<T> {
             words: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             values: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             shift: first_shift,
+            first: 1 << first_shift,
             limit,
             _owns: PhantomData,
         }
@@ -85,10 +90,10 @@ impl<T> Column<T> {
     /// The segment of `position` and the position's offset in it.
     #[inline(always)]
     fn locate(&self, position: u32) -> (usize, usize) {
-        let shifted = position as u64 + (1u64 << self.shift);
+        let shifted = position as u64 + self.first;
         let top = 63 - shifted.leading_zeros();
         (
-            (top - self.shift) as usize,
+            (top - self.shift) as usize & (SEGMENTS - 1),
             (shifted ^ (1u64 << top)) as usize,
         )
     }
@@ -196,6 +201,35 @@ impl<T> Column<T> {
             // zero-sized `T`, a dangling pointer, which is enough).
             value: values.wrapping_add(offset),
         })
+    }
+
+    /// The cell at `position`, for a position a lookup read from a sparse
+    /// word: no limit or allocation test, the segment's pointers loaded as
+    /// they are.
+    ///
+    /// # Safety
+    /// `position` was read from an `OCCUPIED` sparse word with an Acquire
+    /// load (or under `&mut`): the insert that stored it allocated the
+    /// position's segment first (see `Claim::publish`), so the segment's
+    /// pointers are non-null and visible here, and the position is below
+    /// the limit.
+    #[inline(always)]
+    pub(super) unsafe fn indexed(&self, position: u32) -> Cell<'_, T> {
+        debug_assert!(position < self.limit);
+        let (segment, offset) = self.locate(position);
+        // Acquire pairs with the Release CASes in `allocate` (the caller's
+        // Acquire load of the sparse word already orders the allocation
+        // before this; Acquire costs nothing more on x86-64).
+        let words = self.words[segment].load(Ordering::Acquire);
+        let values = self.values[segment].load(Ordering::Acquire);
+        debug_assert!(!words.is_null() && !values.is_null());
+        Cell {
+            // SAFETY: the caller guarantees the segment is allocated, and
+            // `offset` is within it: `position` is below the limit and in
+            // this segment. The segment lives as long as the column.
+            word: unsafe { &*words.add(offset) },
+            value: values.wrapping_add(offset),
+        }
     }
 
     /// The cell at `position`, which an insert or the index says was

@@ -19,28 +19,31 @@ impl<T> RawDense<T> {
     /// indices freed this round. Every value is dropped even if some `Drop`
     /// panics; returns the first such panic, the pool dense and consistent.
     pub(crate) fn compact(&mut self) -> Option<Panic> {
-        let end = self.end();
-        // Every batch, open or sealed, is discarded: `&mut` proves no reader
-        // holds a reference, and the pass below finds their values.
-        self.reclaimer.begin_exclusive();
-        let mut holes = 0u64;
-        let mut freed = Vec::with_capacity(self.lanes.len());
-        for lane in self.lanes.iter() {
-            let _ = lane.removals.take_all();
-            let (lane_holes, first) = lane.take();
-            holes += u64::from(lane_holes);
-            freed.push(first);
+        // Relaxed: `&mut self`.
+        let claims = self.claims.load(Ordering::Relaxed);
+        let holes: u64 = self.lanes.iter().map(|lane| u64::from(lane.holes())).sum();
+        if claims == 0 && holes == 0 {
+            // Nothing was inserted or removed since the last compaction: no
+            // batch, no freed index, no hole. A `&mut` pass costs nothing.
+            return None;
         }
+        let end = self.end();
         let (len, first_panic) = if holes == 0 {
+            // No removal this round, so no batch either.
             (end, None)
         } else {
+            // Every batch, open or sealed, is discarded: `&mut` proves no
+            // reader holds a reference, and the pass below finds their
+            // values.
+            self.reclaimer.begin_exclusive();
+            for lane in self.lanes.iter() {
+                let _ = lane.removals.take_all();
+            }
             self.fill_holes(end)
         };
         debug_assert_eq!(u64::from(end - len), holes, "holes miscounted");
         // The round's inserts took the queue's first entries, then fresh
         // indices (see `claim`): as many as got a position.
-        // Relaxed: `&mut self`.
-        let claims = self.claims.load(Ordering::Relaxed);
         let limit = u64::from(self.config.max_slots);
         let taken = claims.min(limit - u64::from(self.round.len));
         let queued = self.round.queue.len() as u64;
@@ -49,8 +52,10 @@ impl<T> RawDense<T> {
             .saturating_sub(queued)
             .min(limit - u64::from(self.round.used));
         self.round.used += fresh as u32;
+        // Then the indices freed this round, oldest first.
         let mut scratch = Vec::new();
-        for first in freed {
+        for lane in self.lanes.iter() {
+            let (_, first) = lane.take();
             queue_freed(&self.sparse, first, &mut scratch, &mut self.round.queue);
         }
         self.round.len = len;

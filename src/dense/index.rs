@@ -2,7 +2,7 @@
 //! its removal batch and its count of holes with its list of freed indices
 //! (see "The sparse word" and "A round" in the module docs).
 
-use crate::handle::Handle;
+use crate::handle::{Handle, MAX_GENERATION};
 use crate::lists::RemovalBatch;
 use crate::slot::{Slot, SlotWord, State, NIL};
 use crate::storage::Storage;
@@ -28,10 +28,35 @@ pub(super) fn position_for(word: u64, handle: Handle) -> Option<u32> {
     ((word ^ handle.to_bits()) >> 32 == 0).then_some(word as u32)
 }
 
-/// Whether a dense word holds a value in the pool (`OCCUPIED`).
+/// Whether a dense word holds a value in the pool (`OCCUPIED`): state 0
+/// and a generation of at least 1, that is an upper half in
+/// `1..=MAX_GENERATION`, tested with one comparison (the state bits sit
+/// above the generation, so any other state is past the range).
 #[inline(always)]
 pub(super) fn holds_value(word: u64) -> bool {
-    SlotWord::from_bits(word).state() == State::Occupied
+    let holds = (word >> 32).wrapping_sub(1) < u64::from(MAX_GENERATION);
+    debug_assert_eq!(holds, SlotWord::from_bits(word).state() == State::Occupied);
+    holds
+}
+
+/// Whether every word of a block holds a value: [`holds_value`] of each,
+/// as one maximum. A word holds a value iff its state bits are 0 and its
+/// generation at least 1, that is iff `2^32 <= word < 2^62`, iff `word -
+/// 2^32` (wrapping) is below `2^62 - 2^32`: so the block's words all do iff
+/// the largest `word - 2^32` is. A load, a subtraction and a maximum per
+/// word, where a test per word took a shift, a subtraction, a comparison
+/// and an `and`.
+#[inline(always)]
+pub(super) fn all_hold_values(words: impl Iterator<Item = u64>) -> bool {
+    const FIRST: u64 = 1 << 32;
+    const PAST: u64 = (1 << 62) - FIRST;
+    // Generations fill bits 32..62 exactly (see `slot`'s assertion).
+    const _: () = assert!(MAX_GENERATION as u64 == (1 << 30) - 1);
+    words
+        .map(|word| word.wrapping_sub(FIRST))
+        .max()
+        .unwrap_or(0)
+        < PAST
 }
 
 /// The handle an `OCCUPIED` dense word holds.

@@ -28,7 +28,10 @@ impl<T> RawDense<T> {
             cold_path();
             return None;
         };
-        let cell = self.column.find(position)?;
+        // SAFETY: `position` comes from an OCCUPIED sparse word loaded with
+        // Acquire just above, which pairs with the insert's Release store
+        // made after it allocated the position's segment.
+        let cell = unsafe { self.column.indexed(position) };
         // Acquire pairs with the Release store of the dense word in
         // `Claim::publish`: the value is initialised once the word matches.
         if cell.word.load(Ordering::Acquire) == SlotWord::occupied(handle).to_bits() {
