@@ -95,6 +95,32 @@ fn inserts_append_and_iteration_skips_holes_in_position_order() {
 }
 
 #[test]
+fn values_folds_whole_blocks_and_blocks_with_holes_alike() {
+    let pool = DensePool::new();
+    let handles: Vec<Handle> = (0..5000u64).map(|v| pool.insert(v)).collect();
+    let mut rng = Rng::new(13);
+    // Holes in some blocks of positions only, whole blocks elsewhere.
+    for (position, &h) in handles.iter().enumerate() {
+        if (position / 64) % 3 == 0 && rng.below(4) == 0 {
+            assert!(pool.remove(h));
+        }
+    }
+    let guard = pin();
+    // `next`, one position at a time, against `fold` (`sum`, `for_each`).
+    let mut one_by_one = Vec::new();
+    for v in pool.values(&guard) {
+        one_by_one.push(*v);
+    }
+    let mut folded = Vec::new();
+    pool.values(&guard).for_each(|v| folded.push(*v));
+    assert_eq!(folded, one_by_one);
+    assert_eq!(pool.values(&guard).sum::<u64>(), one_by_one.iter().sum());
+    let through_iter: Vec<u64> = pool.iter(&guard).map(|(_, v)| *v).collect();
+    assert_eq!(through_iter, one_by_one);
+    assert_eq!(one_by_one.len(), pool.len());
+}
+
+#[test]
 fn compaction_fills_holes_lowest_first_with_the_last_values() {
     let mut pool = DensePool::new();
     let handles: Vec<Handle> = (0..8u64).map(|v| pool.insert(v)).collect();

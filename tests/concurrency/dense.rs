@@ -67,6 +67,8 @@ fn dense_workers_insert_look_up_and_remove_while_others_iterate_under_guards() {
                         // Removals done before this pass began must not show.
                         let before = removals.load(Ordering::SeqCst);
                         let guard = pin();
+                        // `fold` checks blocks of words before their values.
+                        pool.values(&guard).for_each(|v| v.assert_whole(v.handle));
                         let mut seen = HashSet::new();
                         for (h, v) in pool.iter(&guard) {
                             v.assert_whole(h);
