@@ -1,5 +1,6 @@
-//! Address space reserved up front and made usable from its start as the
-//! pool grows: the home of the storage's flat region (see `docs/storage.md`).
+//! Address space reserved once and made usable from its start as the pool
+//! grows: the home of the storage's flat region (see `docs/storage.md`),
+//! which a pool reserves when it outgrows its first chunk.
 //!
 //! On Unix a region is an anonymous private mapping with no access (which
 //! systems do not count against their commit limit: it cannot be written,
