@@ -246,7 +246,9 @@ fn an_idle_threads_partial_batch_is_dropped_by_removals_elsewhere_without_insert
     let _serial = serial();
     let alive = Alive::new();
     let pool: HandlePool<Counted> = HandlePool::new();
-    let fillers: Vec<_> = (0..40_960).map(|_| pool.insert(Alive::new().value())).collect();
+    let fillers: Vec<_> = (0..40_960)
+        .map(|_| pool.insert(Alive::new().value()))
+        .collect();
     let (removed_tx, removed_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     thread::scope(|s| {
@@ -271,7 +273,10 @@ fn an_idle_threads_partial_batch_is_dropped_by_removals_elsewhere_without_insert
         }
         let left = alive.count();
         done_tx.send(()).unwrap();
-        assert_eq!(left, 0, "{left} of 63 removed values alive after 40,960 removals elsewhere");
+        assert_eq!(
+            left, 0,
+            "{left} of 63 removed values alive after 40,960 removals elsewhere"
+        );
     });
 }
 
