@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 
 use handle_pool::{pin, DensePool, Handle};
@@ -54,81 +54,92 @@ fn dense_workers_insert_look_up_and_remove_while_others_iterate_under_guards() {
     const OPS: u64 = 50_000;
     const WINDOW: usize = 64;
     let pool: DensePool<Payload> = DensePool::new();
-    // Handles whose `remove` has returned, with the order in which they did.
-    let removed: Mutex<HashMap<Handle, u64>> = Mutex::new(HashMap::new());
+    // The order in which removals returned: each remover records its own,
+    // each pass what it saw and the count when it began; they are checked
+    // once every thread is joined (no lock the sanitizers cannot see).
     let removals = AtomicU64::new(0);
     let working = AtomicUsize::new(WORKERS as usize);
-    let live: Vec<Handle> = thread::scope(|s| {
-        let iterators: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut passes = 0u64;
-                    while working.load(Ordering::SeqCst) > 0 || passes < 2 {
-                        // Removals done before this pass began must not show.
-                        let before = removals.load(Ordering::SeqCst);
-                        let guard = pin();
-                        // `fold` checks blocks of words before their values.
-                        pool.values(&guard).for_each(|v| v.assert_whole(v.handle));
-                        let mut seen = HashSet::new();
-                        for (h, v) in pool.iter(&guard) {
-                            v.assert_whole(h);
-                            assert!(seen.insert(h), "{h:?} yielded twice");
-                            // A lookup now finds it, or it was removed since.
-                            if let Some(found) = pool.get(h, &guard) {
-                                assert!(std::ptr::eq(found, v), "the value moved");
+    type Pass = (u64, Vec<Handle>);
+    let (live, removed, passes): (Vec<Handle>, HashMap<Handle, u64>, Vec<Pass>) =
+        thread::scope(|s| {
+            let iterators: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut passes: Vec<Pass> = Vec::new();
+                        while working.load(Ordering::SeqCst) > 0 || passes.len() < 2 {
+                            // Removals done before this pass began must not show.
+                            let before = removals.load(Ordering::SeqCst);
+                            let guard = pin();
+                            // `fold` checks blocks of words before their values.
+                            pool.values(&guard).for_each(|v| v.assert_whole(v.handle));
+                            let mut seen = Vec::new();
+                            for (h, v) in pool.iter(&guard) {
+                                v.assert_whole(h);
+                                // A lookup now finds it, or it was removed since.
+                                if let Some(found) = pool.get(h, &guard) {
+                                    assert!(std::ptr::eq(found, v), "the value moved");
+                                }
+                                seen.push(h);
+                            }
+                            drop(guard);
+                            passes.push((before, seen));
+                        }
+                        passes
+                    })
+                })
+                .collect();
+            let workers: Vec<_> = (0..WORKERS)
+                .map(|w| {
+                    let (pool, removals, working) = (&pool, &removals, &working);
+                    s.spawn(move || {
+                        let mut rng = Rng::new(w + 1);
+                        let mut window: Vec<Handle> = Vec::new();
+                        let mut removed = Vec::new();
+                        for i in 0..OPS {
+                            let n = (w << 32) | i;
+                            let h = pool.insert_with(|h| Payload::new(h, n));
+                            window.push(h);
+                            let guard = pin();
+                            let probe = window[rng.below(window.len())];
+                            pool.get(probe, &guard)
+                                .expect("a handle this thread holds resolves")
+                                .assert_whole(probe);
+                            drop(guard);
+                            assert_eq!(pool.with(h, |v| v.n), Some(n));
+                            if window.len() > WINDOW || rng.below(4) == 0 {
+                                let victim = window.swap_remove(rng.below(window.len()));
+                                assert!(pool.remove(victim));
+                                assert!(!pool.remove(victim));
+                                removed.push((victim, removals.fetch_add(1, Ordering::SeqCst) + 1));
                             }
                         }
-                        drop(guard);
-                        let removed = removed.lock().unwrap();
-                        for h in &seen {
-                            if let Some(&at) = removed.get(h) {
-                                assert!(at > before, "{h:?} was removed before the pass began");
-                            }
-                        }
-                        passes += 1;
-                    }
+                        working.fetch_sub(1, Ordering::SeqCst);
+                        (window, removed)
+                    })
                 })
-            })
-            .collect();
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|w| {
-                let (pool, removed, removals, working) = (&pool, &removed, &removals, &working);
-                s.spawn(move || {
-                    let mut rng = Rng::new(w + 1);
-                    let mut window: Vec<Handle> = Vec::new();
-                    for i in 0..OPS {
-                        let n = (w << 32) | i;
-                        let h = pool.insert_with(|h| Payload::new(h, n));
-                        window.push(h);
-                        let guard = pin();
-                        let probe = window[rng.below(window.len())];
-                        pool.get(probe, &guard)
-                            .expect("a handle this thread holds resolves")
-                            .assert_whole(probe);
-                        drop(guard);
-                        assert_eq!(pool.with(h, |v| v.n), Some(n));
-                        if window.len() > WINDOW || rng.below(4) == 0 {
-                            let victim = window.swap_remove(rng.below(window.len()));
-                            assert!(pool.remove(victim));
-                            assert!(!pool.remove(victim));
-                            let at = removals.fetch_add(1, Ordering::SeqCst) + 1;
-                            removed.lock().unwrap().insert(victim, at);
-                        }
-                    }
-                    working.fetch_sub(1, Ordering::SeqCst);
-                    window
-                })
-            })
-            .collect();
-        let live = workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect();
-        for it in iterators {
-            it.join().unwrap();
+                .collect();
+            let mut live = Vec::new();
+            let mut removed = HashMap::new();
+            for worker in workers {
+                let (window, gone) = worker.join().unwrap();
+                live.extend(window);
+                removed.extend(gone);
+            }
+            let passes = iterators
+                .into_iter()
+                .flat_map(|it| it.join().unwrap())
+                .collect();
+            (live, removed, passes)
+        });
+    for (before, seen) in &passes {
+        let mut once = HashSet::new();
+        for h in seen {
+            assert!(once.insert(*h), "{h:?} yielded twice in one pass");
+            if let Some(&at) = removed.get(h) {
+                assert!(at > *before, "{h:?} was removed before the pass began");
+            }
         }
-        live
-    });
+    }
     let mut pool = pool;
     let expected: HashSet<Handle> = live.iter().copied().collect();
     assert_eq!(pool.len(), expected.len());
