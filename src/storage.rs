@@ -41,6 +41,15 @@ pub(crate) const FLAT_START: u32 = 0;
 /// bounds check. Entries outside the levels in use stay unallocated.
 const BUCKETS: usize = 256;
 
+/// Where the table keeps each bucket's own address: entry `KEPT + b` for
+/// the bucket of entry `b`, in the upper half, which no lookup reaches
+/// (a shifted index below 2^33 has an entry below 128). Entry `b` holds the
+/// bucket's address biased by its first shifted index, which points before
+/// the allocation; LeakSanitizer finds an allocation only through a pointer
+/// into it, so without these it would report the buckets of a pool that is
+/// never dropped (a `static` one) as leaked.
+const KEPT: usize = BUCKETS / 2;
+
 /// What an unallocated bucket's entry holds. Never a biased pointer: those
 /// are multiples of `align_of::<Slot<T>>()` (at least 8, the slot word's
 /// alignment), as the bucket's address and every slot size are. Never
@@ -84,7 +93,8 @@ pub(crate) struct Storage<T> {
     /// Bucket `b` starting at shifted index `s0` holds `bucket - s0`
     /// (wrapping, in slots): the slot of shifted index `s` is then at
     /// `biased + s`, with no offset to compute on the lookup path.
-    /// `unallocated()` until the bucket is allocated.
+    /// `unallocated()` until the bucket is allocated. Entries from [`KEPT`]
+    /// on keep each bucket's own address, for leak checkers alone.
     buckets: [AtomicPtr<Slot<T>>; BUCKETS],
     /// The first level's size, `1 << first_shift`.
     first: u64,
@@ -626,12 +636,23 @@ impl<T> Storage<T> {
             // SAFETY: `fresh` came from `Box::into_raw` of a slice of `len`
             // slots just above and was never shared: we lost the race.
             drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(fresh, len)) });
+            return;
+        }
+        debug_assert!(
+            bucket < KEPT,
+            "bucket {bucket} is past the lookups' entries"
+        );
+        // Relaxed: never read to reach a slot (see `KEPT`). Not under loom,
+        // where no leak checker runs: the models keep their atomics.
+        if !cfg!(all(test, handle_pool_loom)) {
+            self.buckets[KEPT + bucket].store(fresh, Ordering::Relaxed);
         }
     }
 
     /// The allocated buckets: table entry and the bucket's first slot.
     fn allocated(&self) -> impl Iterator<Item = (usize, *mut Slot<T>)> + '_ {
-        (0..BUCKETS).filter_map(|bucket| {
+        // The entries lookups use; those from `KEPT` on only keep addresses.
+        (0..KEPT).filter_map(|bucket| {
             // Relaxed: only counted or freed (under `&mut`), never read through here.
             let biased = self.buckets[bucket].load(Ordering::Relaxed);
             (biased != unallocated()).then(|| {
