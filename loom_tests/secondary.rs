@@ -130,11 +130,12 @@ fn insert_racing_remove_is_one_or_the_other() {
 /// A one-call read and a read under a held guard of generation 1's value,
 /// on the main thread (thread number 0: its one-call read announces in its
 /// word in the value pool), against a thread that replaces it with
-/// generation 2, flushes (sealing and, once no reader holds it back,
-/// reclaiming generation 1's value) and replaces that with generation 3
-/// (whose value reuses the reclaimed slot). Each read sees generation 1's
-/// value intact or none at all; loom reports the drop or the reuse if it is
-/// not ordered after the read. The guarded read also looks up generation 2:
+/// generation 2 (into the value pool: the room is taken, and retired),
+/// flushes (once no reader holds it back, the retired room's drop drops
+/// generation 1's value and frees the room) and replaces that with
+/// generation 3 (written in the freed room). Each read sees generation 1's
+/// value intact or none at all; loom reports the drop or the rewrite of the
+/// room if it is not ordered after the read. The guarded read also looks up generation 2:
 /// found, its value must have been written before its entry named it.
 #[test]
 fn lookup_racing_replacement_and_reclamation_reads_an_intact_value() {
@@ -187,4 +188,44 @@ fn lookup_racing_replacement_and_reclamation_reads_an_intact_value() {
     );
     found.assert("a read found generation 1's value");
     reclaimed_early.assert("the writer's flush reclaimed generation 1's value");
+}
+
+/// A room freed on one thread and claimed on another: generation 1's value,
+/// in the room, is removed in the setup (the room retired); one thread
+/// flushes, which drops the value and frees the room once no reader holds
+/// it back, while the other inserts generation 2, which writes in the room
+/// if it finds it freed and goes to the value pool if not. The write must
+/// come after the old value was moved out of the room (loom reports it
+/// otherwise), and both outcomes occur.
+#[test]
+fn a_room_freed_on_one_thread_is_claimed_on_another() {
+    let (in_the_room, in_the_pool) = (Reached::default(), Reached::default());
+    let (seen_room, seen_pool) = (in_the_room.clone(), in_the_pool.clone());
+    explore(
+        "a_room_freed_on_one_thread_is_claimed_on_another",
+        move || {
+            let log = DropLog::new(2);
+            let map = Arc::new(map());
+            assert!(map.insert(entry(1), value(&log, 0)));
+            assert!(map.remove(entry(1)));
+            let flusher = {
+                let map = Arc::clone(&map);
+                spawn_parked(move || map.flush())
+            };
+            assert!(map.insert(entry(2), value(&log, 1)));
+            flusher.finished();
+            match map.is_in_its_room(entry(2)) {
+                Some(true) => seen_room.mark(),
+                Some(false) => seen_pool.mark(),
+                None => panic!("generation 2 is stored"),
+            }
+            assert_eq!(read(&map, entry(2)), Some(1));
+            let map = Arc::into_inner(map).expect("the thread let go of the map");
+            drop(map);
+            log.assert_each_dropped_once();
+            flusher.release();
+        },
+    );
+    in_the_room.assert("the room freed before the insert claimed it");
+    in_the_pool.assert("the insert found the room still retired");
 }

@@ -51,13 +51,10 @@ impl<'g, V, H: PoolHandle> Iterator for Iter<'g, V, H> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, slot) = self.occupied.next()?;
-        // SAFETY: the entry named the slot when the cursor loaded it (with
-        // Acquire, after the value's publication), and the cursor was made
-        // under a guard that lives for 'g (see `SecondaryMap::iter`), so the
-        // value is not reclaimed before 'g ends ("Lookups" in the design
-        // docs of secondary maps).
-        let value = unsafe { slot.value_ref() };
+        let (handle, found) = self.occupied.next()?;
+        // SAFETY: the cursor loaded the word with Acquire under a guard
+        // that lives for 'g (see `SecondaryMap::iter`).
+        let value = unsafe { found.value_ref() };
         Some((H::from_handle(handle), value))
     }
 
@@ -164,12 +161,12 @@ impl<'a, V> Iterator for Exclusive<'a, V> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, slot) = self.occupied.next()?;
-        // SAFETY: the entry names the slot, so its value is live; the map is
-        // borrowed mutably for 'a, and each entry is visited once (parts
-        // split off visit disjoint ranges), naming a slot no other entry
-        // names: the references are unique.
-        Some((handle, unsafe { slot.value_mut() }))
+        let (handle, found) = self.occupied.next()?;
+        // SAFETY: the map is borrowed mutably for 'a, and each entry is
+        // visited once (parts split off visit disjoint ranges), its value in
+        // its own room or in a value pool slot no other entry names: the
+        // references are unique.
+        Some((handle, unsafe { found.value_mut() }))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -15,6 +15,7 @@ mod iter;
 #[cfg(feature = "rayon")]
 mod par;
 mod raw;
+mod retired;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod table;
@@ -98,26 +99,29 @@ use raw::RawSecondary;
 /// The pool's, value for value:
 ///
 /// - **Lookups are wait-free** and write nothing: `get` is four loads in
-///   the table and one in the value's slot, under a guard; `with` and
+///   the table, the last next to the value, under a guard; `with` and
 ///   `get_cloned` announce themselves as the pool's do; `contains` is loads
 ///   only.
 /// - **Inserts and removes are lock-free**: a CAS on the entry, repeated
 ///   only when another operation's CAS on that entry succeeded; an insert
-///   also inserts its value into the map's own value pool, with that
-///   pool's progress.
+///   that finds its entry's room taken (by a value, or by a replaced one
+///   still waiting for its readers) puts its value in the map's own value
+///   pool instead, with that pool's progress.
 /// - **A value is dropped exactly once**, after every reader that could
-///   see it is gone: a value replaced or removed is handed to the map's
-///   value pool, a [`HandlePool`](crate::HandlePool) of its own, and
-///   reclaimed as any removed value of a pool is (see the crate docs, "When
+///   see it is gone: a value replaced or removed under `&self` becomes a
+///   removed value of the map's value pool (a pool of its own; a value in
+///   its entry's room, through a placeholder whose drop drops it), and is
+///   dropped as a pool drops removed values (see the crate docs, "When
 ///   values are dropped"; [`flush`](Self::flush) forces it).
-/// - **Storage never moves**: entries live in a sparse tree of 256-entry
-///   leaves, values in the value pool's slots; both grow as indices and
-///   values come, and nothing is reallocated, so a `&V` stays valid while
-///   its guard lives.
+/// - **Storage never moves**: entries, with room for a value each, live in
+///   a sparse tree of 128-entry leaves, and the values that did not fit in
+///   their rooms in the value pool's slots; both grow as indices and values
+///   come, and nothing is reallocated, so a `&V` stays valid while its
+///   guard lives.
 /// - **Bad input** (forged handles, handles of another pool's index space)
 ///   gets `None`/`false`; a lookup or remove allocates nothing, and an
-///   insert at any index allocates at most one leaf and two nodes (6 KiB),
-///   never a table up to its index.
+///   insert at any index allocates at most one leaf and two nodes (7 KiB
+///   for `u64` values), never a table up to its index.
 /// - **A panic in user code** (a value's `Drop`, `Clone`, a closure, a
 ///   handle type's `PoolHandle` methods, an iterator given to `extend`)
 ///   leaves the map consistent, with every value dropped exactly once.
@@ -164,11 +168,13 @@ use raw::RawSecondary;
 ///
 /// # Cost
 ///
-/// Per value, a slot of the value pool (`size_of::<V>()` and 8 bytes) and
-/// an 8-byte entry; per 256 indices used, a 2 KiB leaf. A lookup misses the
-/// cache at most twice (the entry, then the value) where
-/// `slotmap::SecondaryMap`'s misses once: the value lives apart from the
-/// entry so that a replacement need not wait for the old value's readers.
+/// Per 128 indices used, a leaf of 128 entries, each `size_of::<V>()` and
+/// 16 bytes (3 KiB for `u64` values): `slotmap::SecondaryMap`'s `Vec`, in
+/// pieces. A value in its entry's room is read with the entry, one cache
+/// miss as in slotmap; a replacement that comes while the room is taken
+/// (by the value it replaces, until that one's readers are gone) puts its
+/// value in a slot of the value pool, one more miss to read until the next
+/// replacement, and the size of a pool slot besides.
 ///
 /// A map is `Send` when `V: Send` and `Sync` when `V: Send + Sync`, as a
 /// pool is:
@@ -196,7 +202,7 @@ impl<V> SecondaryMap<V> {
     }
 
     /// An empty map with the entries of indices `0..capacity` allocated,
-    /// and room for `capacity` values.
+    /// each with room for a value.
     ///
     /// As for `Vec::with_capacity`, the memory is the caller's to ask for: a
     /// request the system cannot meet aborts the process.
@@ -246,6 +252,13 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
         Self::from_raw(RawSecondary::new(config))
     }
 
+    /// Whether the value for `handle` is in its entry's room (`None` if
+    /// there is none), for the loom models.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn is_in_its_room(&self, handle: H) -> Option<bool> {
+        self.raw.is_in_its_room(handle.handle())
+    }
+
     fn from_raw(raw: RawSecondary<V>) -> Self {
         SecondaryMap {
             raw,
@@ -263,7 +276,7 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     /// Racing inserts for one entry: see "Threads" above.
     ///
     /// Lock-free. Allocates the table's leaf for the handle's index if it is
-    /// the first there (at most 6 KiB, whatever the index).
+    /// the first there (at most one leaf and two nodes, whatever the index).
     ///
     /// # Panics
     /// If the map's value pool is full: 2^32 − 1 values live, awaiting
@@ -453,7 +466,7 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
         self.len() == 0
     }
 
-    /// Number of entries allocated: 256 per block of indices any insert
+    /// Number of entries allocated: 128 per block of indices any insert
     /// used (or [`with_capacity`](SecondaryMap::with_capacity) asked for).
     ///
     /// ```
@@ -461,7 +474,7 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     /// let map = SecondaryMap::new();
     /// let far = Handle::from_bits((1 << 32) | 4_000_000_000).unwrap();
     /// map.insert(far, 1u8);
-    /// assert_eq!(map.capacity(), 256);
+    /// assert_eq!(map.capacity(), 128);
     /// ```
     pub fn capacity(&self) -> usize {
         self.raw.capacity()
@@ -699,11 +712,10 @@ impl<V: Clone, H: PoolHandle> Clone for SecondaryMap<V, H> {
     fn clone(&self) -> Self {
         let copy = Self::with_handle_type();
         let guard = pin();
-        for (handle, slot) in self.raw.occupied() {
-            // SAFETY: the entry named the slot when the cursor loaded it
-            // (with Acquire), under `guard`, which lives until the value is
-            // cloned: the value is not reclaimed before.
-            let value: &V = unsafe { slot.value_ref() };
+        for (handle, found) in self.raw.occupied() {
+            // SAFETY: the cursor loaded the word with Acquire under `guard`,
+            // which lives until the value is cloned.
+            let value: &V = unsafe { found.value_ref() };
             copy.raw.insert(handle, value.clone());
         }
         drop(guard);

@@ -111,11 +111,10 @@ impl<'g, V> Iterator for Shared<'g, V> {
     type Item = (Handle, &'g V);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (handle, slot) = self.0.next()?;
-        // SAFETY: the entry named the slot when the cursor loaded it (with
-        // Acquire), and the cursor was made under the guard `par_iter`
-        // borrows for 'g, so the value is not reclaimed before 'g ends.
-        Some((handle, unsafe { slot.value_ref() }))
+        let (handle, found) = self.0.next()?;
+        // SAFETY: the cursor loaded the word with Acquire under the guard
+        // `par_iter` borrows for 'g.
+        Some((handle, unsafe { found.value_ref() }))
     }
 }
 

@@ -1,25 +1,32 @@
-//! The map without its handle type: the entry word's transitions (the state
-//! table in `secondary::entry`), on raw [`Handle`]s, over the table of
-//! entry words and the value pool.
+//! The map without its handle type: the entry's transitions (the state
+//! tables in `secondary::entry`), on raw [`Handle`]s, over the table of
+//! entries and the value pool.
+
+use crossbeam_utils::CachePadded;
 
 use crate::config::Config;
 use crate::guard::Guard;
 use crate::handle::Handle;
 use crate::hint::cold_path;
 use crate::raw::RawPool;
-use crate::slot::{Slot, SlotWord, State};
+use crate::slot::{drop_catching, keep_first, Panic, Slot, SlotWord, State};
 use crate::storage::Storage;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicIsize, Ordering};
+use crate::thread_id::thread_id;
 
-use super::entry::EntryWord;
-use super::table::{Table, Words};
+use super::entry::{Entry, EntryWord, Place, FREE, OWNED};
+use super::retired::{RetiredCell, Stored};
+use super::table::{Entries, Table};
 
 /// A secondary map on raw handles.
 pub(crate) struct RawSecondary<V> {
-    /// The entry words, by slot index.
-    table: Table,
-    /// Every value an entry names, and those removed and not reclaimed yet.
-    values: RawPool<V>,
+    /// The values that could not go in their rooms, and the retired cells.
+    /// Declared before the table: the retired cells point into it.
+    values: RawPool<Stored<V>>,
+    /// The entries, by slot index.
+    table: Table<V>,
+    /// The length, in shares a thread adds to by its number.
+    counts: Counts,
 }
 
 /// The value pool's panic, out of line and cold.
@@ -34,7 +41,7 @@ fn values_full() -> ! {
 /// entry, or holds `&mut`).
 ///
 /// An `OCCUPIED` slot word is its handle's bits (see `docs/slot.md`).
-fn value_handle<V>(values: &RawPool<V>, slot: u32) -> Handle {
+fn value_handle<V>(values: &RawPool<Stored<V>>, slot: u32) -> Handle {
     // Relaxed: the caller synchronised with the insert that stored the
     // entry word (its CAS read that word, or it holds `&mut`), and that
     // insert's value pool publication came before its CAS.
@@ -54,19 +61,79 @@ fn unnamed_value(slot: u32, bits: u64) -> ! {
     )
 }
 
-impl<V> RawSecondary<V> {
-    pub(crate) fn new(config: Config) -> Self {
-        RawSecondary {
-            table: Table::new(),
-            values: RawPool::new(config),
+/// Where an operation found a value: its entry's room, or a slot of the
+/// value pool. Reading it is `unsafe`: see [`Found::value_ref`].
+pub(crate) enum Found<'a, V> {
+    Inline(&'a Entry<V>),
+    Pooled(&'a Slot<Stored<V>>),
+}
+
+impl<'a, V> Found<'a, V> {
+    /// Where the value of `word` is.
+    #[inline(always)]
+    fn at(entry: &'a Entry<V>, values: &'a Storage<Stored<V>>, place: Place) -> Self {
+        match place {
+            Place::Inline => Found::Inline(entry),
+            Place::Pooled(slot) => Found::Pooled(values.slot(slot)),
         }
     }
 
-    /// Allocates the entries of indices `0..capacity` and room for as many
-    /// values.
+    /// The value, shared.
+    ///
+    /// # Safety
+    /// An entry word naming this place was loaded with Acquire while this
+    /// thread was protected (a guard, or a one-call read of the value
+    /// pool) by a protection that lasts `'a`; or the map is borrowed for
+    /// `'a` mutably, or shared with nothing changing it.
+    #[inline(always)]
+    pub(crate) unsafe fn value_ref(self) -> &'a V {
+        // The Acquire load of the word saw the CAS that stored it, after the
+        // value was written in the room or published by the value pool, so
+        // it is initialised. It is dropped (by its retired cell, or as a
+        // removed value of the value pool), and the room written again,
+        // only after a CAS took it out of the word, after our load, and the
+        // reader's protection, announced before that load, keeps the value
+        // pool from reclaiming it until 'a ends ("Lookups" in the module
+        // docs of `entry`).
+        match self {
+            // SAFETY: the room holds the value for 'a, as argued above.
+            Found::Inline(entry) => unsafe { entry.value_ref() },
+            // SAFETY: the slot holds the value for 'a, as argued above.
+            Found::Pooled(slot) => unsafe { slot.value_ref() }.value(),
+        }
+    }
+
+    /// The value, mutably.
+    ///
+    /// # Safety
+    /// The map is borrowed mutably for `'a`, the word names this place, and
+    /// no other reference to this value is handed out meanwhile.
+    #[inline(always)]
+    pub(crate) unsafe fn value_mut(self) -> &'a mut V {
+        match self {
+            // SAFETY: the word names the room, so it holds the entry's
+            // value; the caller guarantees exclusivity.
+            Found::Inline(entry) => unsafe { entry.value_mut() },
+            // SAFETY: the word names the slot, so it holds the entry's
+            // value; the caller guarantees exclusivity.
+            Found::Pooled(slot) => unsafe { slot.value_mut() }.value_mut(),
+        }
+    }
+}
+
+impl<V> RawSecondary<V> {
+    pub(crate) fn new(config: Config) -> Self {
+        let config = config.resolved();
+        RawSecondary {
+            values: RawPool::new(config),
+            table: Table::new(),
+            counts: Counts::new(config.stripes),
+        }
+    }
+
+    /// Allocates the entries of indices `0..capacity`.
     pub(crate) fn reserve(&self, capacity: usize) {
         self.table.reserve(capacity as u64);
-        self.values.reserve(capacity);
     }
 
     /// Entries allocated.
@@ -74,32 +141,13 @@ impl<V> RawSecondary<V> {
         self.table.capacity()
     }
 
-    /// Values in the map: the value pool's length (see "Lookups" in the
-    /// module docs of `entry`).
+    /// Values in the map (see "Lookups" in the module docs of `entry`).
     pub(crate) fn len(&self) -> usize {
-        self.values.len()
+        self.counts.sum()
     }
 
     pub(crate) fn flush(&self) {
         self.values.flush();
-    }
-
-    /// The value in the value pool's slot `slot`.
-    ///
-    /// # Safety
-    /// An entry word naming `slot` was loaded with Acquire while this thread
-    /// was protected (a guard, or a one-call read of the value pool) by a
-    /// protection that lasts as long as the borrow of `slots`.
-    #[inline(always)]
-    unsafe fn value(slots: &Storage<V>, slot: u32) -> &V {
-        // SAFETY: the entry's Acquire load saw the CAS that stored it, after
-        // the value pool published the value in `slot`, so it is
-        // initialised; it is removed from the pool only after a CAS took it
-        // out of the entry, after our load, and the reader's protection,
-        // announced before that load, keeps it from being reclaimed until
-        // the borrow ends ("Lookups" in the module docs of `entry`). The
-        // storage lives as long as that borrow.
-        unsafe { slots.slot(slot).value_ref() }
     }
 
     /// Whether `handle` resolves.
@@ -107,23 +155,44 @@ impl<V> RawSecondary<V> {
     pub(crate) fn contains(&self, handle: Handle) -> bool {
         // Acquire (in `load`) pairs with the insert's Release CAS: a `true`
         // orders this thread after the insert, as a `get` that finds it.
-        EntryWord::from_bits(self.table.load(handle.index())).holds(handle)
+        EntryWord::from_bits(self.table.load(handle.index()).1).holds(handle)
+    }
+
+    /// Where the value for `handle` is now, loaded with Acquire. The caller
+    /// reads it only under a protection that began before this call.
+    #[inline(always)]
+    fn find(&self, handle: Handle) -> Option<Found<'_, V>> {
+        // Acquire (in `load`) pairs with the insert's Release CAS: the
+        // value is written (or published by the value pool) before the
+        // word names it.
+        let (entry, word) = self.table.load(handle.index());
+        match (entry, EntryWord::from_bits(word).find(handle)) {
+            (Some(entry), Some(place)) => Some(Found::at(entry, self.values.storage(), place)),
+            _ => {
+                cold_path();
+                None
+            }
+        }
+    }
+
+    /// Whether the value for `handle` is in its entry's room (`None` if
+    /// there is none), for the loom models.
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) fn is_in_its_room(&self, handle: Handle) -> Option<bool> {
+        let (_, word) = self.table.load(handle.index());
+        EntryWord::from_bits(word)
+            .find(handle)
+            .map(|place| place == Place::Inline)
     }
 
     /// The value `handle` refers to, protected by `guard`.
     #[inline]
     pub(crate) fn get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g V> {
-        // Acquire (in `load`) pairs with the insert's Release CAS: the value
-        // is published before the word names it.
-        let word = EntryWord::from_bits(self.table.load(handle.index()));
-        if !word.holds(handle) {
-            cold_path();
-            return None;
-        }
+        let found = self.find(handle)?;
         // SAFETY: the word was loaded with Acquire under `guard`, which
         // announced this thread before the load (a `Guard` can only be made
         // by announcing) and lives for `'g`.
-        Some(unsafe { Self::value(self.values.storage(), word.value_slot()) })
+        Some(unsafe { found.value_ref() })
     }
 
     /// Calls `f` with the value `handle` refers to, protected for the call
@@ -131,60 +200,93 @@ impl<V> RawSecondary<V> {
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&V) -> R) -> Option<R> {
         self.values.reclaimer().read(|| {
-            // Acquire (in `load`): as in `get`.
-            let word = EntryWord::from_bits(self.table.load(handle.index()));
-            if !word.holds(handle) {
-                return None;
-            }
+            let found = self.find(handle)?;
             // SAFETY: loaded with Acquire inside the one-call read, which
             // announced before the load and lasts until `f` returns.
-            Some(f(unsafe {
-                Self::value(self.values.storage(), word.value_slot())
-            }))
+            Some(f(unsafe { found.value_ref() }))
         })
     }
 
     /// Stores `value` for `handle`, unless the entry holds a newer
-    /// generation; returns whether it did. A value replaced is removed from
-    /// the value pool; a value refused is dropped (now, or by reclamation if
-    /// it was already in the value pool).
+    /// generation; returns whether it did. A value replaced is retired; a
+    /// value refused is dropped (now, or by the value pool's reclamation if
+    /// it went there).
     pub(crate) fn insert(&self, handle: Handle, value: V) -> bool {
         let entry = self.table.find_or_grow(handle.index());
-        // Relaxed: a first look, to refuse without publishing the value;
-        // the CAS below decides.
-        let mut current = EntryWord::from_bits(entry.load(Ordering::Relaxed));
+        // Relaxed: a first look, to refuse without placing the value; the
+        // CAS below decides.
+        let mut current = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
         if current.refuses(handle) {
             return false;
         }
-        let stored = self.values.insert_or(value, values_full);
-        let new = EntryWord::occupied(handle.generation(), stored.index());
+        let placed = self.place(entry, value);
+        let new = EntryWord::occupied(handle.generation(), placed.place());
         loop {
             if current.refuses(handle) {
                 // A newer generation came in meanwhile. No word named our
-                // value, so nobody read it: it goes the way of any removed
-                // value.
-                let removed = self.values.remove(stored);
-                debug_assert!(removed, "a value no entry named was removed");
+                // value, so nobody read it.
+                self.give_back(entry, placed);
                 return false;
             }
             // Release pairs with the Acquire loads of lookups and with the
-            // Acquire of the CAS that takes this word out: our value's
-            // publication in the value pool comes before. Acquire pairs with
-            // the Release CAS that stored `current`, so that a replaced
-            // value's slot word is visible to `retire`.
-            match entry.compare_exchange(
+            // Acquire of the CAS that takes this word out: our value was
+            // written in the room, or published by the value pool, before.
+            // Acquire pairs with the Release CAS that stored `current`: a
+            // replaced value's place is visible to `retire`.
+            match entry.word().compare_exchange(
                 current.to_bits(),
                 new.to_bits(),
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    if !current.is_vacant() {
-                        self.retire(current.value_slot());
+                    if current.is_vacant() {
+                        self.counts.add(1);
+                    } else {
+                        self.retire(entry, current);
                     }
                     return true;
                 }
                 Err(actual) => current = EntryWord::from_bits(actual),
+            }
+        }
+    }
+
+    /// Puts `value` in `entry`'s room if it is free (claiming it), else in
+    /// the value pool.
+    fn place(&self, entry: &Entry<V>, value: V) -> Placed {
+        // Acquire pairs with the Release store that freed the room (a
+        // retired cell's drop, or an insert giving it back): the value that
+        // was there is gone before we write.
+        if entry
+            .cell()
+            .compare_exchange(FREE, OWNED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: we claimed the room, which holds no value: a room is
+            // freed only once its value is moved out.
+            unsafe { entry.write(value) };
+            Placed::Inline
+        } else {
+            Placed::Pooled(self.values.insert_or(Stored::Value(value), values_full))
+        }
+    }
+
+    /// Drops the value of a refused insert, which no word ever named.
+    fn give_back(&self, entry: &Entry<V>, placed: Placed) {
+        match placed {
+            Placed::Inline => {
+                // SAFETY: we claimed the room and wrote the value there;
+                // no word named it, so nobody else reads it.
+                let value = unsafe { entry.take() };
+                // Release pairs with the Acquire claim of the next insert:
+                // the value was moved out before it writes.
+                entry.cell().store(FREE, Ordering::Release);
+                drop(value);
+            }
+            Placed::Pooled(stored) => {
+                let removed = self.values.remove(stored);
+                debug_assert!(removed, "a value no entry named was removed");
             }
         }
     }
@@ -195,18 +297,19 @@ impl<V> RawSecondary<V> {
             return false;
         };
         // Relaxed: the CAS below decides.
-        let mut current = EntryWord::from_bits(entry.load(Ordering::Relaxed));
+        let mut current = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
         while current.holds(handle) {
             // Acquire pairs with the Release CAS that stored `current`: the
-            // value's slot word is visible to `retire`.
-            match entry.compare_exchange(
+            // value's place is visible to `retire`.
+            match entry.word().compare_exchange(
                 current.to_bits(),
                 EntryWord::VACANT.to_bits(),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    self.retire(current.value_slot());
+                    self.counts.add(-1);
+                    self.retire(entry, current);
                     return true;
                 }
                 // Another generation's value, or vacant: the loop ends;
@@ -217,37 +320,40 @@ impl<V> RawSecondary<V> {
         false
     }
 
-    /// Removes from the value pool the value in `slot`, which this thread
-    /// just took out of an entry (its CAS won): it is dropped once no
-    /// reader can see it.
-    fn retire(&self, slot: u32) {
-        let removed = self.values.remove(value_handle(&self.values, slot));
+    /// Retires the value of `word`, which this thread just took out of
+    /// `entry` (its CAS won): it is dropped once no reader can see it.
+    fn retire(&self, entry: &Entry<V>, word: EntryWord) {
+        let stored = match word.place() {
+            Place::Inline => {
+                // SAFETY: our CAS took the `INLINE` word out, so the room,
+                // holding its value, is ours; the table outlives the value
+                // pool.
+                let retired = unsafe { RetiredCell::new(entry) };
+                self.values.insert_or(Stored::Retired(retired), values_full)
+            }
+            Place::Pooled(slot) => value_handle(&self.values, slot),
+        };
+        let removed = self.values.remove(stored);
         debug_assert!(removed, "a value taken out of an entry was removed");
     }
 
     /// The value `handle` refers to, mutably.
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut V> {
-        // Acquire (in `load`) is not needed under `&mut`; it costs nothing
-        // beside the exclusive operations' other work.
-        let word = EntryWord::from_bits(self.table.load(handle.index()));
-        if !word.holds(handle) {
-            return None;
-        }
-        let slot = self.values.storage().slot(word.value_slot());
-        // SAFETY: the entry names the slot, so its value is live in the
-        // value pool; `&mut self` excludes every other access for the
-        // returned lifetime.
-        Some(unsafe { slot.value_mut() })
+        let found = self.find(handle)?;
+        // SAFETY: the word names the place; `&mut self` excludes every
+        // other access for the returned lifetime.
+        Some(unsafe { found.value_mut() })
     }
 
     /// Takes the value `handle` refers to out of the map.
     pub(crate) fn take(&mut self, handle: Handle) -> Option<V> {
         let entry = self.table.find(handle.index())?;
         // Relaxed: `&mut self`.
-        let word = EntryWord::from_bits(entry.load(Ordering::Relaxed));
+        let word = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
         if !word.holds(handle) {
             return None;
         }
+        self.counts.add(-1);
         Some(take_entry(&mut self.values, entry, word))
     }
 
@@ -255,18 +361,18 @@ impl<V> RawSecondary<V> {
     /// value's `Drop` leaves the map consistent: the entries visited before
     /// are kept or removed as decided, the others kept.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(Handle, &mut V) -> bool) {
-        for (index, entry) in self.table.words() {
+        for (index, entry) in self.table.entries() {
             // Relaxed: `&mut self`.
-            let word = EntryWord::from_bits(entry.load(Ordering::Relaxed));
+            let word = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
             if word.is_vacant() {
                 continue;
             }
-            let slot = self.values.storage().slot(word.value_slot());
-            // SAFETY: the entry names the slot, so its value is live; `&mut
-            // self` is exclusive, and the reference ends before the value is
-            // taken out below.
-            let value = unsafe { slot.value_mut() };
+            let found = Found::at(entry, self.values.storage(), word.place());
+            // SAFETY: the word names the place; `&mut self` is exclusive,
+            // and the reference ends before the value is taken out below.
+            let value = unsafe { found.value_mut() };
             if !keep(Handle::new(index, word.generation()), value) {
+                self.counts.add(-1);
                 drop(take_entry(&mut self.values, entry, word));
             }
         }
@@ -275,14 +381,9 @@ impl<V> RawSecondary<V> {
     /// Removes every value, dropping each; the first panic of a value's
     /// `Drop` is raised once every value is dropped and the map is empty.
     pub(crate) fn clear(&mut self) {
-        for (_, entry) in self.table.words() {
-            // Relaxed: `&mut self`.
-            entry.store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
-        }
-        // Every value: those the entries named and those awaiting
-        // reclamation, in one pass that drops them all whatever their
-        // `Drop`s do.
-        if let Some(panic) = self.values.reclaim_all(true) {
+        let panic = vacate_all(&mut self.values, self.table.entries());
+        self.counts.clear();
+        if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
     }
@@ -290,88 +391,163 @@ impl<V> RawSecondary<V> {
     /// A cursor over the occupied entries (for `iter`, `iter_mut`).
     pub(crate) fn occupied(&self) -> Occupied<'_, V> {
         Occupied {
-            words: self.table.words(),
+            entries: self.table.entries(),
             slots: self.values.storage(),
         }
     }
 
-    /// The map taken apart for a drain: its entry words, and its value
-    /// pool mutably.
+    /// The map taken apart for a drain: its entries, its value pool
+    /// mutably, and its length shares.
     pub(crate) fn drained(&mut self) -> Drained<'_, V> {
         Drained {
-            words: self.table.words(),
+            entries: self.table.entries(),
             values: &mut self.values,
+            counts: &self.counts,
         }
     }
 }
 
-/// Vacates an `OCCUPIED` entry and takes its value out of the value pool,
-/// in that order: an entry never names a value the pool gave up, even if
-/// dropping the value then panics. The caller holds `&mut` of the map.
-fn take_entry<V>(values: &mut RawPool<V>, entry: &AtomicU64, word: EntryWord) -> V {
-    // Relaxed: `&mut`.
-    entry.store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
-    let handle = value_handle(values, word.value_slot());
-    match values.take(handle) {
-        Some(value) => value,
-        None => unnamed_value(word.value_slot(), handle.to_bits()),
+impl<V> Drop for RawSecondary<V> {
+    fn drop(&mut self) {
+        // The values in rooms, then every value of the value pool (pooled
+        // values and retired cells, which drop the values of their rooms),
+        // while the table, into which retired cells point, still exists.
+        if let Some(panic) = vacate_all(&mut self.values, self.table.entries()) {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 
+/// What [`RawSecondary::place`] did with a value.
+#[derive(Clone, Copy)]
+enum Placed {
+    Inline,
+    Pooled(Handle),
+}
+
+impl Placed {
+    fn place(self) -> Place {
+        match self {
+            Placed::Inline => Place::Inline,
+            Placed::Pooled(stored) => Place::Pooled(stored.index()),
+        }
+    }
+}
+
+/// Vacates an `INLINE` or `POOLED` entry and takes its value out, in that
+/// order: no word names a value that is gone, even if dropping the value
+/// then panics. The caller holds `&mut` of the map.
+fn take_entry<V>(values: &mut RawPool<Stored<V>>, entry: &Entry<V>, word: EntryWord) -> V {
+    // Relaxed: `&mut`.
+    entry
+        .word()
+        .store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
+    match word.place() {
+        Place::Inline => {
+            // SAFETY: the word named the room, so it holds the entry's
+            // value, and `&mut` means nobody reads it.
+            let value = unsafe { entry.take() };
+            // Relaxed: `&mut`; later inserts are ordered after it.
+            entry.cell().store(FREE, Ordering::Relaxed);
+            value
+        }
+        Place::Pooled(slot) => {
+            let handle = value_handle(values, slot);
+            match values.take(handle) {
+                Some(stored) => stored.into_value(),
+                None => unnamed_value(slot, handle.to_bits()),
+            }
+        }
+    }
+}
+
+/// Vacates every entry of `entries` and drops every value: those in rooms
+/// here, then every value of the value pool (pooled values, those awaiting
+/// reclamation, and retired cells, which drop the values of their rooms).
+/// Every value is dropped even if some `Drop` panics; returns the first
+/// panic. The caller holds `&mut` of the map.
+fn vacate_all<'a, V: 'a>(
+    values: &mut RawPool<Stored<V>>,
+    entries: impl Iterator<Item = (u32, &'a Entry<V>)>,
+) -> Option<Panic> {
+    let mut first_panic = None;
+    for (_, entry) in entries {
+        // Relaxed: `&mut`.
+        let word = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
+        if word.is_vacant() {
+            continue;
+        }
+        entry
+            .word()
+            .store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
+        if word.place() == Place::Inline {
+            // SAFETY: the word named the room, so it holds the entry's
+            // value, and `&mut` means nobody reads it.
+            let value = unsafe { entry.take() };
+            entry.cell().store(FREE, Ordering::Relaxed);
+            keep_first(&mut first_panic, drop_catching(value));
+        }
+    }
+    keep_first(&mut first_panic, values.reclaim_all(true));
+    first_panic
+}
+
 /// The occupied entries of a range of indices, in index order: each as its
-/// handle and the value pool's slot holding its value.
+/// handle and where its value is.
 pub(crate) struct Occupied<'a, V> {
-    words: Words<'a>,
-    slots: &'a Storage<V>,
+    entries: Entries<'a, V>,
+    slots: &'a Storage<Stored<V>>,
 }
 
 impl<'a, V> Iterator for Occupied<'a, V> {
-    type Item = (Handle, &'a Slot<V>);
+    type Item = (Handle, Found<'a, V>);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        for (index, entry) in &mut self.words {
-            // Acquire pairs with the insert's Release CAS, as in `get`.
-            let word = EntryWord::from_bits(entry.load(Ordering::Acquire));
+        for (index, entry) in &mut self.entries {
+            // Acquire pairs with the insert's Release CAS, as in `find`.
+            let word = EntryWord::from_bits(entry.word().load(Ordering::Acquire));
             if !word.is_vacant() {
                 let handle = Handle::new(index, word.generation());
-                return Some((handle, self.slots.slot(word.value_slot())));
+                return Some((handle, Found::at(entry, self.slots, word.place())));
             }
         }
         None
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.words.size_hint()
+        self.entries.size_hint()
     }
 }
 
 impl<V> Occupied<'_, V> {
-    /// Splits the indices left in two (see `Words::split_off`).
+    /// Splits the indices left in two (see `Entries::split_off`).
     #[cfg(feature = "rayon")]
     pub(crate) fn split_off(&mut self) -> Option<Self> {
         Some(Occupied {
-            words: self.words.split_off()?,
+            entries: self.entries.split_off()?,
             slots: self.slots,
         })
     }
 }
 
-/// A drain's state: the entry words left to visit, and the value pool.
+/// A drain's state: the entries left to visit, the value pool, the length.
 pub(crate) struct Drained<'a, V> {
-    words: Words<'a>,
-    values: &'a mut RawPool<V>,
+    entries: Entries<'a, V>,
+    values: &'a mut RawPool<Stored<V>>,
+    counts: &'a Counts,
 }
 
 impl<V> Iterator for Drained<'_, V> {
     type Item = (Handle, V);
 
     fn next(&mut self) -> Option<Self::Item> {
-        for (index, entry) in &mut self.words {
+        for (index, entry) in &mut self.entries {
             // Relaxed: the map is borrowed mutably.
-            let word = EntryWord::from_bits(entry.load(Ordering::Relaxed));
+            let word = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
             if !word.is_vacant() {
                 let handle = Handle::new(index, word.generation());
+                self.counts.add(-1);
                 return Some((handle, take_entry(self.values, entry, word)));
             }
         }
@@ -379,21 +555,75 @@ impl<V> Iterator for Drained<'_, V> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.values.len()))
+        (0, Some(self.counts.sum()))
     }
 }
 
+// SAFETY: a `Drained` borrows the map mutably and moves values out of it:
+// sending it sends those values, which needs `V: Send` (as for
+// `std::vec::Drain`); it never hands out a `&V`. What else it touches, the
+// words and cells of the entries it visits, the value pool and the length
+// shares, are the map's alone while it is borrowed.
+unsafe impl<V: Send> Send for Drained<'_, V> {}
+
+// SAFETY: `&Drained` reaches nothing (`next` needs `&mut`); `Sync` follows
+// `V: Sync`, as for `std::vec::Drain`.
+unsafe impl<V: Sync> Sync for Drained<'_, V> {}
+
 impl<V> Drained<'_, V> {
-    /// Vacates every entry left and drops every value still in the value
-    /// pool; the first panic of a value's `Drop` is raised once every value
-    /// is dropped.
+    /// Vacates every entry left and drops every value still in the map;
+    /// the first panic of a value's `Drop` is raised once every value is
+    /// dropped.
     pub(crate) fn finish(&mut self) {
-        for (_, entry) in &mut self.words {
-            // Relaxed: the map is borrowed mutably.
-            entry.store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
-        }
-        if let Some(panic) = self.values.reclaim_all(true) {
+        let panic = vacate_all(self.values, &mut self.entries);
+        self.counts.clear();
+        if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+/// The map's length as shares, one cache line each, that a thread adds to
+/// by its number (as the pool's stripes keep theirs): inserts on different
+/// threads do not write one line.
+struct Counts {
+    shares: Box<[CachePadded<AtomicIsize>]>,
+}
+
+impl Counts {
+    fn new(shares: usize) -> Self {
+        Counts {
+            shares: (0..shares.next_power_of_two())
+                .map(|_| CachePadded::new(AtomicIsize::new(0)))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn add(&self, delta: isize) {
+        let share = thread_id().unwrap_or(0) & (self.shares.len() - 1);
+        // Relaxed: a count, read as a sum (see `sum`).
+        self.shares[share].fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// The sum of the shares: exact when no operation is in flight. Read
+    /// one after another, so under concurrency a removal may be counted
+    /// without its insert; such a transient underflow reads as 0.
+    fn sum(&self) -> usize {
+        let sum: isize = self
+            .shares
+            .iter()
+            // Relaxed: see above.
+            .map(|share| share.load(Ordering::Relaxed))
+            .sum();
+        sum.max(0) as usize
+    }
+
+    /// All shares 0 (the map is empty; the caller holds `&mut` of it).
+    fn clear(&self) {
+        for share in self.shares.iter() {
+            // Relaxed: `&mut` of the map.
+            share.store(0, Ordering::Relaxed);
         }
     }
 }

@@ -8,7 +8,7 @@
 //! Deserializing inserts the pairs in order into a new map. Indices must
 //! strictly increase, so a document cannot list an entry twice; a pair out
 //! of order is an error that names both indices. A hostile document costs
-//! what its pairs cost: a value and at most 6 KiB of table each, whatever
+//! what its pairs cost: a value and at most a leaf and two nodes each, whatever
 //! the indices (see [`SecondaryMap`]'s "Bad input"); nothing is
 //! preallocated from a length the input announces.
 //!
@@ -37,10 +37,9 @@ impl<V: Serialize, H: PoolHandle> Serialize for SecondaryMap<V, H> {
         let pairs: Vec<(Handle, &V)> = self
             .raw
             .occupied()
-            // SAFETY: the entry named the slot when the cursor loaded it
-            // (with Acquire), under `guard`, which lives until the pairs
-            // are written below: the value is not reclaimed before.
-            .map(|(handle, slot)| (handle, unsafe { slot.value_ref() }))
+            // SAFETY: the cursor loaded each word with Acquire under
+            // `guard`, which lives until the pairs are written below.
+            .map(|(handle, found)| (handle, unsafe { found.value_ref() }))
             .collect();
         let mut seq = serializer.serialize_seq(Some(pairs.len()))?;
         for pair in &pairs {

@@ -1,58 +1,95 @@
-//! The entry table: one entry word per slot index, in a sparse tree that
-//! never moves (see "The table and what a handle can cost" in the module
-//! docs of `secondary::entry`).
+//! The entry table: one entry per slot index, in storage that never moves
+//! (see "The table and what a handle can cost" in the module docs of
+//! `secondary::entry`).
 //!
-//! An index splits into four fields, root to leaf. A node or leaf is
-//! allocated the first time an insert needs it, published by a CAS on its
-//! parent's pointer, and freed only when the table is dropped, so a
-//! reference to an entry word lives as long as the table.
+//! Two parts, by index. The *dense* part, indices below [`Table::DENSE`],
+//! is the crate's own slot storage (`Storage<Room<V>>`: a flat region
+//! committed up to the highest index used, as a pool's), so that a lookup
+//! there costs what a pool's does. The *sparse* part, the rest of the index
+//! space, is a tree: a leaf of entries, and the nodes above it, are
+//! allocated the first time an index in it is inserted, published by a CAS
+//! on the parent's pointer, and freed only when the table is dropped. A
+//! forged index past the dense part thus costs a leaf, never a table up to
+//! it. Under loom there is no dense part: the models run the tree.
 
+use core::marker::PhantomData;
 use core::ptr;
 
+use crate::slot::Slot;
+#[cfg(not(all(test, handle_pool_loom)))]
+use crate::storage::Storage;
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// The tree's shape: index bits per leaf and per node.
+use super::entry::{Entry, Room};
+
+/// The tree's shape: index bits per leaf, per node and at the root.
 #[cfg(not(all(test, handle_pool_loom)))]
 mod shape {
-    pub(super) const LEAF_SHIFT: u32 = 8;
+    pub(super) const LEAF_SHIFT: u32 = 7;
     pub(super) const NODE_SHIFT: u32 = 8;
+    pub(super) const ROOT_BITS: u32 = 9;
 }
 
-/// Under loom, two entries to a leaf and two children to a node, so that a
-/// model reaches growth in a few inserts; the root then covers indices
-/// below 16 only, which is all the models use.
+/// Under loom, two entries to a leaf and two children to a node and at the
+/// root, so that a model reaches growth in a few inserts; the root then
+/// covers indices below 16 only, which is all the models use.
 #[cfg(all(test, handle_pool_loom))]
 mod shape {
     pub(super) const LEAF_SHIFT: u32 = 1;
     pub(super) const NODE_SHIFT: u32 = 1;
+    pub(super) const ROOT_BITS: u32 = 1;
 }
 
-use shape::{LEAF_SHIFT, NODE_SHIFT};
+use shape::{LEAF_SHIFT, NODE_SHIFT, ROOT_BITS};
 
 /// Entries per leaf.
 pub(crate) const LEAF_LEN: usize = 1 << LEAF_SHIFT;
-/// Children per node (the root included).
+/// Children per node.
 const FANOUT: usize = 1 << NODE_SHIFT;
+/// Children of the root.
+const ROOT_FANOUT: usize = 1 << ROOT_BITS;
 /// The index bits below a first-level node's children (each a second-level node).
 const LEVEL1_SHIFT: u32 = LEAF_SHIFT + NODE_SHIFT;
 /// The index bits below the root's children (each a first-level node).
 const ROOT_SHIFT: u32 = LEAF_SHIFT + 2 * NODE_SHIFT;
 /// One past the last index the table can hold.
-const END: u64 = (FANOUT as u64) << ROOT_SHIFT;
+const END: u64 = (ROOT_FANOUT as u64) << ROOT_SHIFT;
 
 // Outside loom the root covers every `u32` index, so the root's bounds
 // check, on `index >> ROOT_SHIFT`, is one the compiler removes.
 #[cfg(not(all(test, handle_pool_loom)))]
 const _: () = assert!(END == 1 << 32, "the table must cover every u32 index");
 
-/// Entry words of `LEAF_LEN` consecutive indices.
-pub(crate) struct Leaf {
-    words: [AtomicU64; LEAF_LEN],
+/// The most bytes of entries the dense part may commit: what a forged
+/// handle just below its end can make the map commit (address space made
+/// usable; pages take memory only once written).
+#[cfg(not(all(test, handle_pool_loom)))]
+const DENSE_BYTES: usize = 64 << 20;
+
+/// The most indices the dense part holds, whatever the entry size.
+#[cfg(not(all(test, handle_pool_loom)))]
+const DENSE_MAX: u32 = 1 << 24;
+
+/// Commits of the dense part go at least this far past the index that
+/// needs one, so that a run of new indices does not commit one by one.
+#[cfg(not(all(test, handle_pool_loom)))]
+const DENSE_STEP: u32 = 64;
+
+/// The entries of `LEAF_LEN` consecutive indices of the sparse part.
+struct Leaf<V> {
+    entries: [Slot<Room<V>>; LEAF_LEN],
 }
 
-/// `FANOUT` children, each a `Box<C>` given up to a raw pointer, or null.
-struct Node<C> {
-    children: [AtomicPtr<C>; FANOUT],
+// SAFETY: a leaf is entries (see `Entry`'s `Sync`): the slots' cells are
+// only read through, to reach their rooms.
+unsafe impl<V: Sync> Sync for Leaf<V> {}
+
+// SAFETY: a leaf owns the values in its rooms: sending it sends them.
+unsafe impl<V: Send> Send for Leaf<V> {}
+
+/// `N` children, each a `Box<C>` given up to a raw pointer, or null.
+struct Node<C, const N: usize = FANOUT> {
+    children: [AtomicPtr<C>; N],
 }
 
 /// What a node's child is made of when it is first needed.
@@ -60,21 +97,58 @@ trait Fresh: Sized {
     fn fresh() -> Box<Self>;
 }
 
-impl Fresh for Leaf {
+impl<V> Fresh for Leaf<V> {
     fn fresh() -> Box<Self> {
-        Box::new(Leaf {
-            words: core::array::from_fn(|_| AtomicU64::new(0)),
-        })
+        #[cfg(not(all(test, handle_pool_loom)))]
+        {
+            // SAFETY: all zero bits are a valid leaf: every slot word
+            // `VACANT` (a zero `AtomicU64`), every room `FREE` and empty (a
+            // zero `AtomicU32` and a `MaybeUninit`, inside the slot's
+            // `MaybeUninit` value cell); and a leaf is not zero-sized.
+            unsafe { zeroed() }
+        }
+        #[cfg(all(test, handle_pool_loom))]
+        {
+            let leaf = Box::new(Leaf {
+                entries: core::array::from_fn(|_| Slot::new()),
+            });
+            for slot in &leaf.entries {
+                // SAFETY: the leaf is ours alone until it is published.
+                slot.value
+                    .with_mut(|room| unsafe { (*room).write(Room::new()) });
+            }
+            leaf
+        }
     }
 }
 
-impl<C> Fresh for Node<C> {
+impl<C, const N: usize> Fresh for Node<C, N> {
     fn fresh() -> Box<Self> {
         Box::new(Node::new())
     }
 }
 
-impl<C> Node<C> {
+/// A `T` of all zero bits on the heap, allocated zeroed (no copy through
+/// the stack: a leaf of large values may be bigger than a thread's stack).
+///
+/// # Safety
+/// All zero bits are a valid `T`, and `T` is not zero-sized.
+#[cfg(not(all(test, handle_pool_loom)))]
+unsafe fn zeroed<T>() -> Box<T> {
+    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+    let layout = Layout::new::<T>();
+    debug_assert!(layout.size() > 0);
+    // SAFETY: the layout has a non-zero size (the caller guarantees).
+    let ptr = unsafe { alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: a fresh allocation with `T`'s layout, holding all zero bits,
+    // which the caller guarantees is a valid `T`: owned by the box.
+    unsafe { Box::from_raw(ptr) }
+}
+
+impl<C, const N: usize> Node<C, N> {
     fn new() -> Self {
         Node {
             children: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
@@ -135,7 +209,7 @@ impl<C> Node<C> {
     }
 }
 
-impl<C> Drop for Node<C> {
+impl<C, const N: usize> Drop for Node<C, N> {
     fn drop(&mut self) {
         for child in &self.children {
             // Relaxed: `&mut self`, so nothing runs beside the drop.
@@ -177,82 +251,159 @@ fn past_block(index: u64, shift: u32) -> u64 {
     (index | ((1 << shift) - 1)) + 1
 }
 
-/// The entry words of a map.
-pub(crate) struct Table {
-    root: Node<Node<Node<Leaf>>>,
-    /// One past the last index of the highest leaf allocated: where the
-    /// cursors stop. Only grows.
-    end: AtomicU64,
-    /// Leaves allocated, for `capacity`.
-    leaves: AtomicUsize,
+/// The entry that is `slot`, a slot of the table's.
+#[inline(always)]
+fn entry<V>(slot: &Slot<Room<V>>) -> &Entry<V> {
+    // SAFETY: every slot of the table holds an initialised room: the dense
+    // part's come zeroed from the storage (fresh pages, or zeroed buckets),
+    // the leaves' zeroed from `zeroed` (or, under loom, written when the
+    // leaf is made).
+    unsafe { Entry::from_slot(slot) }
 }
 
-impl Table {
+/// The entries of a map.
+pub(crate) struct Table<V> {
+    /// Indices below [`Table::DENSE`]: the crate's slot storage.
+    #[cfg(not(all(test, handle_pool_loom)))]
+    dense: Storage<Room<V>>,
+    /// The other indices: the tree.
+    root: Node<Node<Node<Leaf<V>>>, ROOT_FANOUT>,
+    /// One past the last index of the highest block allocated: where the
+    /// cursors stop. Only grows.
+    end: AtomicU64,
+    /// One past the last index the dense part committed: where the cursors
+    /// leave it. Only grows.
+    dense_end: AtomicU64,
+    /// Leaves allocated, for `capacity`.
+    leaves: AtomicUsize,
+    /// The rooms hold `V`s: the table's auto traits follow `V`'s, not those
+    /// of the atomic pointers.
+    _owns: PhantomData<V>,
+}
+
+impl<V> Table<V> {
+    /// Indices below this live in the dense part: as many as
+    /// [`DENSE_BYTES`] hold (a power of two, at most [`DENSE_MAX`]). Under
+    /// loom, none.
+    #[cfg(not(all(test, handle_pool_loom)))]
+    pub(crate) const DENSE: u32 = {
+        let fit = DENSE_BYTES / core::mem::size_of::<Slot<Room<V>>>();
+        let fit = if fit > DENSE_MAX as usize {
+            DENSE_MAX as usize
+        } else {
+            fit
+        };
+        // The largest power of two that fits (at least one leaf's worth).
+        let fit = if fit < LEAF_LEN { LEAF_LEN } else { fit };
+        1 << (usize::BITS - 1 - fit.leading_zeros())
+    };
+    #[cfg(all(test, handle_pool_loom))]
+    pub(crate) const DENSE: u32 = 0;
+
     pub(crate) fn new() -> Self {
         Table {
+            #[cfg(not(all(test, handle_pool_loom)))]
+            dense: Storage::new(6, Self::DENSE, Self::DENSE),
             root: Node::new(),
             end: AtomicU64::new(0),
+            dense_end: AtomicU64::new(0),
             leaves: AtomicUsize::new(0),
+            _owns: PhantomData,
         }
     }
 
-    /// The leaf holding `index`, if it was allocated.
+    /// The leaf holding `index` (past the dense part), if it was allocated.
     #[inline(always)]
-    fn leaf(&self, index: u32) -> Option<&Leaf> {
+    fn leaf(&self, index: u32) -> Option<&Leaf<V>> {
         self.root
             .child(root_field(index))?
             .child(level1_field(index))?
             .child(level2_field(index))
     }
 
-    /// The entry word of `index`, if its leaf was allocated.
+    /// The entry of `index`, if its storage was allocated.
     #[inline(always)]
-    pub(crate) fn find(&self, index: u32) -> Option<&AtomicU64> {
-        Some(&self.leaf(index)?.words[leaf_field(index)])
+    pub(crate) fn find(&self, index: u32) -> Option<&Entry<V>> {
+        #[cfg(not(all(test, handle_pool_loom)))]
+        if index < Self::DENSE {
+            return self.dense.find(index).map(entry);
+        }
+        Some(entry(&self.leaf(index)?.entries[leaf_field(index)]))
     }
 
-    /// The entry word of `index` now (`VACANT`, 0, if its leaf was never
-    /// allocated), loaded with Acquire: see the callers for what it pairs
-    /// with.
+    /// The entry of `index` and its word now (`VACANT`, 0, if its storage
+    /// was never allocated), loaded with Acquire: see the callers for what
+    /// it pairs with.
     #[inline(always)]
-    pub(crate) fn load(&self, index: u32) -> u64 {
+    pub(crate) fn load(&self, index: u32) -> (Option<&Entry<V>>, u64) {
         match self.find(index) {
-            Some(word) => word.load(Ordering::Acquire),
-            None => 0,
+            Some(entry) => (Some(entry), entry.word().load(Ordering::Acquire)),
+            None => (None, 0),
         }
     }
 
-    /// The entry word of `index`, allocating its leaf (and the nodes above
-    /// it) if needed: at most three allocations of one node or leaf each,
-    /// whatever the index.
+    /// The entry of `index`, allocating its storage if needed: in the dense
+    /// part, the storage's commit up to a little past `index` (at most
+    /// [`DENSE_BYTES`] in all); past it, at most a leaf and the two nodes
+    /// above it, whatever the index.
     ///
     /// # Panics
     /// Under loom only, for an index past the model's table.
-    pub(crate) fn find_or_grow(&self, index: u32) -> &AtomicU64 {
+    pub(crate) fn find_or_grow(&self, index: u32) -> &Entry<V> {
+        if let Some(entry) = self.find(index) {
+            return entry;
+        }
+        self.grow(index)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&self, index: u32) -> &Entry<V> {
+        #[cfg(not(all(test, handle_pool_loom)))]
+        if index < Self::DENSE {
+            let end = index.saturating_add(DENSE_STEP).min(Self::DENSE);
+            self.dense.ensure(index, end);
+            self.raise_dense_end(end.into());
+            return entry(self.dense.slot(index));
+        }
         let leaf = self
             .root
             .child_or_grow(root_field(index), || {})
             .child_or_grow(level1_field(index), || {})
-            .child_or_grow(level2_field(index), || self.grew(index));
-        &leaf.words[leaf_field(index)]
+            .child_or_grow(level2_field(index), || {
+                // Relaxed: a count for `capacity`.
+                self.leaves.fetch_add(1, Ordering::Relaxed);
+                self.raise_end(past_block(index.into(), LEAF_SHIFT));
+            });
+        entry(&leaf.entries[leaf_field(index)])
     }
 
-    /// Bookkeeping after this thread allocated the leaf of `index`.
-    #[cold]
-    fn grew(&self, index: u32) {
-        // Relaxed: counts for `capacity` and for the cursors' end. A cursor
-        // must visit what was inserted before it began, which happens before
-        // it, and this raise is sequenced before that insert's CAS: its load
-        // reads this value or a larger one.
-        self.leaves.fetch_add(1, Ordering::Relaxed);
-        self.end
-            .fetch_max(past_block(index.into(), LEAF_SHIFT), Ordering::Relaxed);
+    /// Raises the cursors' end to `end`.
+    fn raise_end(&self, end: u64) {
+        // Relaxed: a cursor must visit what was inserted before it began,
+        // which happens before it, and this raise is sequenced before that
+        // insert's CAS: its load reads this value or a larger one.
+        self.end.fetch_max(end, Ordering::Relaxed);
     }
 
-    /// Allocates the leaves of indices `0..end`.
+    /// Raises the dense part's end, and the cursors' end, to `end`.
+    #[cfg(not(all(test, handle_pool_loom)))]
+    fn raise_dense_end(&self, end: u64) {
+        // Relaxed: as in `raise_end`.
+        self.dense_end.fetch_max(end, Ordering::Relaxed);
+        self.raise_end(end);
+    }
+
+    /// Allocates the entries of indices `0..end`.
     pub(crate) fn reserve(&self, end: u64) {
         let end = end.min(END);
-        let mut index = 0;
+        #[cfg(not(all(test, handle_pool_loom)))]
+        {
+            let dense_end = end.min(Self::DENSE.into()) as u32;
+            self.dense.ensure(0, dense_end);
+            self.raise_dense_end(dense_end.into());
+        }
+        let mut index = u64::from(Self::DENSE);
         while index < end {
             // `index < END <= 2^32`.
             self.find_or_grow(index as u32);
@@ -263,23 +414,28 @@ impl Table {
     /// Entries allocated.
     pub(crate) fn capacity(&self) -> usize {
         // Relaxed: a count for reporting.
-        self.leaves.load(Ordering::Relaxed) * LEAF_LEN
+        let sparse = self.leaves.load(Ordering::Relaxed) * LEAF_LEN;
+        #[cfg(not(all(test, handle_pool_loom)))]
+        return self.dense.capacity() + sparse;
+        #[cfg(all(test, handle_pool_loom))]
+        sparse
     }
 
-    /// A cursor over the entry words of every allocated leaf, in index order.
-    pub(crate) fn words(&self) -> Words<'_> {
-        Words {
+    /// A cursor over the entries allocated, in index order.
+    pub(crate) fn entries(&self) -> Entries<'_, V> {
+        Entries {
             table: self,
             next: 0,
-            // Relaxed: see `grew`.
+            // Relaxed: see `raise_end`.
             end: self.end.load(Ordering::Relaxed),
+            dense_end: self.dense_end.load(Ordering::Relaxed),
             leaf: None,
         }
     }
 
-    /// The leaf holding `index`, or the first index past the missing
-    /// subtree that would hold it.
-    fn leaf_or_skip(&self, index: u64) -> Result<&Leaf, u64> {
+    /// The leaf holding `index` (past the dense part), or the first index
+    /// past the missing subtree that would hold it.
+    fn leaf_or_skip(&self, index: u64) -> Result<&Leaf<V>, u64> {
         if index >= END {
             return Err(u64::MAX);
         }
@@ -297,30 +453,46 @@ impl Table {
     }
 }
 
-/// The entry words of a range of indices, in index order, skipping the
-/// leaves never allocated. Splits in two for rayon.
-pub(crate) struct Words<'a> {
-    table: &'a Table,
+/// The entries of a range of indices, in index order, skipping those never
+/// allocated. Splits in two for rayon.
+pub(crate) struct Entries<'a, V> {
+    table: &'a Table<V>,
     /// The next index to visit.
     next: u64,
     /// One past the last index to visit.
     end: u64,
+    /// One past the last index of the dense part committed when the cursor
+    /// was made: from there to the dense part's end nothing is allocated.
+    dense_end: u64,
     /// The leaf holding `next`, once found (and the index past it).
-    leaf: Option<(&'a Leaf, u64)>,
+    leaf: Option<(&'a Leaf<V>, u64)>,
 }
 
-impl<'a> Iterator for Words<'a> {
-    type Item = (u32, &'a AtomicU64);
+impl<'a, V> Iterator for Entries<'a, V> {
+    type Item = (u32, &'a Entry<V>);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while self.next < self.end {
+            // `next < end <= 2^32`.
+            let index = self.next as u32;
+            if index < Table::<V>::DENSE {
+                if self.next >= self.dense_end {
+                    // Nothing committed past it when the cursor was made.
+                    self.next = Table::<V>::DENSE.into();
+                    continue;
+                }
+                self.next += 1;
+                match self.table.find(index) {
+                    Some(entry) => return Some((index, entry)),
+                    // In a bucket never allocated: nothing there.
+                    None => continue,
+                }
+            }
             match self.leaf {
                 Some((leaf, past)) if self.next < past => {
-                    // `next < end <= 2^32`.
-                    let index = self.next as u32;
                     self.next += 1;
-                    return Some((index, &leaf.words[leaf_field(index)]));
+                    return Some((index, entry(&leaf.entries[leaf_field(index)])));
                 }
                 _ => match self.table.leaf_or_skip(self.next) {
                     Ok(leaf) => self.leaf = Some((leaf, past_block(self.next, LEAF_SHIFT))),
@@ -334,14 +506,14 @@ impl<'a> Iterator for Words<'a> {
         None
     }
 
-    /// `(0, Some(indices left))`: leaves never allocated are skipped.
+    /// `(0, Some(indices left))`: storage never allocated is skipped.
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.end.saturating_sub(self.next);
         (0, usize::try_from(left).ok())
     }
 }
 
-impl Words<'_> {
+impl<V> Entries<'_, V> {
     /// Splits the indices left in two and returns the upper part, keeping
     /// the lower; `None` if fewer than two are left. The cut is the middle,
     /// moved down to a leaf boundary when one is above the start, so that
@@ -359,10 +531,11 @@ impl Words<'_> {
         } else {
             middle
         };
-        let upper = Words {
+        let upper = Entries {
             table: self.table,
             next: cut,
             end: self.end,
+            dense_end: self.dense_end,
             leaf: None,
         };
         self.end = cut;

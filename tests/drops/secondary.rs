@@ -271,3 +271,36 @@ fn a_panicking_drop_in_the_maps_drop_drops_the_rest() {
     assert!(catch_unwind(AssertUnwindSafe(move || drop(map))).is_err());
     log2.assert_all_once();
 }
+
+#[test]
+fn replacements_while_the_room_is_held_go_to_the_value_pool_and_back() {
+    let log = Log::new(5);
+    let map = eager();
+    let h = handle(2, 1);
+    assert!(
+        map.insert(h, Tracked::new(0, &log)),
+        "into the entry's room"
+    );
+    let guard = pin();
+    let first = map.get(h, &guard).unwrap();
+    for id in 1..4 {
+        // The room holds value 0 until the guard is gone: each replacement
+        // goes to the value pool.
+        assert!(map.insert(h, Tracked::new(id, &log)));
+        map.flush();
+    }
+    log.assert_none();
+    assert_eq!(first.id, 0, "the room still holds the first value");
+    assert_eq!(map.with(h, |v| v.id), Some(3));
+    drop(guard);
+    assert!(crate::flush_until(|| {
+        map.flush();
+        (0..3).all(|id| log.count(id) == 1)
+    }));
+    // The room is free again: the next value goes there.
+    assert!(map.insert(h, Tracked::new(4, &log)));
+    assert_eq!(map.with(h, |v| v.id), Some(4));
+    assert_eq!(map.len(), 1);
+    drop(map);
+    log.assert_all_once();
+}

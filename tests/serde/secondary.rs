@@ -143,7 +143,7 @@ fn a_hostile_document_allocates_in_proportion_to_its_pairs() {
     let doc = format!("[{}]", pairs.join(","));
     let (map, total, largest) = measure(|| serde_json::from_str::<SecondaryMap<u8>>(&doc).unwrap());
     assert_eq!(map.len(), 64);
-    assert_eq!(map.capacity(), 64 * 256);
+    assert!(map.capacity() <= 64 * 128 + 128, "{}", map.capacity());
     assert!(largest <= 64 * 1024, "largest allocation {largest}");
     assert!(
         total <= 64 * 6 * 1024 + crate::SMALL,
