@@ -388,9 +388,19 @@ fn new_words(len: usize) -> Box<[AtomicU64]> {
     (0..len).map(|_| AtomicU64::new(0)).collect()
 }
 
+/// The layout of a segment's `len` values: an array, starting on a cache
+/// line, so that vector loads over a slice split no line for being placed
+/// badly (a `u64` slice 8 bytes past a 16-byte boundary made loops over it
+/// run measurably slower than the same loop over a `Vec`).
+fn values_layout<T>(len: usize) -> Layout {
+    Layout::array::<T>(len)
+        .and_then(|layout| layout.align_to(64))
+        .expect("a segment fits the address space")
+}
+
 /// Room for `len` values, uninitialised (dangling when it takes no bytes).
 fn new_values<T>(len: usize) -> *mut T {
-    let layout = Layout::array::<T>(len).expect("a segment fits the address space");
+    let layout = values_layout::<T>(len);
     if layout.size() == 0 {
         return NonNull::dangling().as_ptr();
     }
@@ -408,7 +418,7 @@ fn new_values<T>(len: usize) -> *mut T {
 /// `values` came from `new_values::<T>(len)`, holds no value that still
 /// needs dropping, and is not used afterwards.
 unsafe fn free_values<T>(values: *mut T, len: usize) {
-    let layout = Layout::array::<T>(len).expect("a segment fits the address space");
+    let layout = values_layout::<T>(len);
     if layout.size() != 0 {
         // SAFETY: the caller guarantees `values` came from `alloc` with this
         // layout and is not used again.
