@@ -192,9 +192,9 @@ fn lookup_racing_replacement_and_reclamation_reads_an_intact_value() {
 
 /// A room freed on one thread and claimed on another: generation 1's value,
 /// in the room, is removed in the setup (the room retired); one thread
-/// flushes, which drops the value and frees the room once no reader holds
-/// it back, while the other inserts generation 2, which writes in the room
-/// if it finds it freed and goes to the value pool if not. The write must
+/// inserts generation 2, which writes in the room if it finds it freed and
+/// goes to the value pool if not, while the other flushes, which drops the
+/// value and frees the room once no reader holds it back. The write must
 /// come after the old value was moved out of the room (loom reports it
 /// otherwise), and both outcomes occur.
 #[test]
@@ -208,12 +208,12 @@ fn a_room_freed_on_one_thread_is_claimed_on_another() {
             let map = Arc::new(map());
             assert!(map.insert(entry(1), value(&log, 0)));
             assert!(map.remove(entry(1)));
-            let flusher = {
-                let map = Arc::clone(&map);
-                spawn_parked(move || map.flush())
+            let inserter = {
+                let (map, log) = (Arc::clone(&map), Arc::clone(&log));
+                spawn_parked(move || assert!(map.insert(entry(2), value(&log, 1))))
             };
-            assert!(map.insert(entry(2), value(&log, 1)));
-            flusher.finished();
+            map.flush();
+            inserter.finished();
             match map.is_in_its_room(entry(2)) {
                 Some(true) => seen_room.mark(),
                 Some(false) => seen_pool.mark(),
@@ -223,7 +223,7 @@ fn a_room_freed_on_one_thread_is_claimed_on_another() {
             let map = Arc::into_inner(map).expect("the thread let go of the map");
             drop(map);
             log.assert_each_dropped_once();
-            flusher.release();
+            inserter.release();
         },
     );
     in_the_room.assert("the room freed before the insert claimed it");

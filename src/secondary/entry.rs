@@ -1,15 +1,23 @@
 #![doc = include_str!("../../docs/secondary.md")]
 
-use core::mem::MaybeUninit;
-
 use crate::handle::{Handle, MAX_GENERATION};
 use crate::slot::Slot;
-use crate::sync::{AtomicU32, AtomicU64, UnsafeCell};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Where the generation sits in an entry word: where a handle keeps it.
 const GENERATION_SHIFT: u32 = 32;
 /// The kind bits of a `POOLED` word, in the upper half (bit 62 of the word).
 const POOLED: u32 = 1 << 30;
+/// The bit of a `VACANT` or `POOLED` word that says the entry's room is held
+/// (by an insert writing there, or by a retired cell); an `INLINE` word's
+/// room is held by the entry.
+const HELD: u64 = 1 << 31;
+/// The value pool slot of a `POOLED` word: the low half but `HELD`.
+const SLOT_MASK: u64 = HELD - 1;
+
+/// The most slots the value pool may hand out: a `POOLED` word holds a
+/// slot index in 31 bits.
+pub(crate) const VALUE_SLOTS: u32 = 1 << 31;
 
 // A generation fits below the kind bits.
 const _: () = assert!(MAX_GENERATION < POOLED);
@@ -30,20 +38,30 @@ pub(crate) enum Place {
 }
 
 impl EntryWord {
-    /// No value: all zero bits, as every entry of a fresh leaf.
+    /// No value, the room free: all zero bits, as every entry of a fresh
+    /// leaf.
     pub(crate) const VACANT: EntryWord = EntryWord(0);
 
     /// The word of an entry whose value, for generation `generation`, is
-    /// at `place`.
+    /// at `place`; `held` says whether the room is held, for a `POOLED`
+    /// word (an `INLINE` word's room is held by the entry).
     #[inline(always)]
-    pub(crate) const fn occupied(generation: u32, place: Place) -> Self {
+    pub(crate) const fn occupied(generation: u32, place: Place, held: bool) -> Self {
         debug_assert!(generation >= 1 && generation <= MAX_GENERATION);
         match place {
             Place::Inline => EntryWord((generation as u64) << GENERATION_SHIFT),
             Place::Pooled(slot) => {
-                EntryWord((((POOLED | generation) as u64) << GENERATION_SHIFT) | slot as u64)
+                debug_assert!((slot as u64) < HELD);
+                let held = if held { HELD } else { 0 };
+                EntryWord((((POOLED | generation) as u64) << GENERATION_SHIFT) | held | slot as u64)
             }
         }
+    }
+
+    /// A `VACANT` word, its room held or not.
+    #[inline(always)]
+    pub(crate) const fn vacant(held: bool) -> Self {
+        EntryWord(if held { HELD } else { 0 })
     }
 
     #[inline(always)]
@@ -68,18 +86,40 @@ impl EntryWord {
         self.upper() & !POOLED
     }
 
+    /// Whether the entry holds no value (its room may be held).
     #[inline(always)]
     pub(crate) const fn is_vacant(self) -> bool {
-        self.0 == Self::VACANT.0
+        self.generation() == 0
     }
 
-    /// Where the value is (`INLINE` or `POOLED` only).
+    /// Whether the entry's room is held: by the entry (`INLINE`), or, as
+    /// the `HELD` bit says, by an insert or a retired cell.
     #[inline(always)]
-    pub(crate) const fn place(self) -> Place {
-        if self.upper() & POOLED == 0 {
-            Place::Inline
+    pub(crate) const fn room_held(self) -> bool {
+        matches!(self.place(), Some(Place::Inline)) || self.0 & HELD != 0
+    }
+
+    /// The same word with its room held (`VACANT` or `POOLED` only).
+    #[inline(always)]
+    pub(crate) const fn holding_the_room(self) -> Self {
+        EntryWord(self.0 | HELD)
+    }
+
+    /// The same word with its room free (`VACANT` or `POOLED` only).
+    #[inline(always)]
+    pub(crate) const fn freeing_the_room(self) -> Self {
+        EntryWord(self.0 & !HELD)
+    }
+
+    /// Where the value is (`None` when `VACANT`).
+    #[inline(always)]
+    pub(crate) const fn place(self) -> Option<Place> {
+        if self.generation() == 0 {
+            None
+        } else if self.upper() & POOLED == 0 {
+            Some(Place::Inline)
         } else {
-            Place::Pooled(self.0 as u32)
+            Some(Place::Pooled((self.0 & SLOT_MASK) as u32))
         }
     }
 
@@ -93,7 +133,7 @@ impl EntryWord {
         if self.upper() == generation {
             Some(Place::Inline)
         } else if self.upper() == POOLED | generation {
-            Some(Place::Pooled(self.0 as u32))
+            Some(Place::Pooled((self.0 & SLOT_MASK) as u32))
         } else {
             None
         }
@@ -102,7 +142,7 @@ impl EntryWord {
     /// Whether `handle` resolves here.
     #[inline(always)]
     pub(crate) const fn holds(self, handle: Handle) -> bool {
-        !self.is_vacant() && self.generation() == handle.generation()
+        self.generation() == handle.generation()
     }
 
     /// Whether an insert for `handle` is refused: the entry holds a newer
@@ -115,65 +155,31 @@ impl EntryWord {
 
 impl core::fmt::Debug for EntryWord {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        if self.is_vacant() {
-            return f.write_str("VACANT");
-        }
+        let held = if self.0 & HELD != 0 { ", held" } else { "" };
         match self.place() {
-            Place::Inline => write!(f, "INLINE(g={})", self.generation()),
-            Place::Pooled(slot) => write!(f, "POOLED(g={}, j={slot})", self.generation()),
+            None => write!(f, "VACANT{held}"),
+            Some(Place::Inline) => write!(f, "INLINE(g={})", self.generation()),
+            Some(Place::Pooled(slot)) => {
+                write!(f, "POOLED(g={}, j={slot}{held})", self.generation())
+            }
         }
     }
 }
 
-/// The cell of a room nobody owns.
-pub(crate) const FREE: u32 = 0;
-/// The cell of a room an insert, the entry or a retired cell owns.
-pub(crate) const OWNED: u32 = 1;
-
-/// An entry's cell and room: the value part of its slot.
+/// One entry of the table: a slot of the crate's storage, whose word is
+/// the entry word and whose value cell is the entry's room (so that the
+/// table's dense part is a `Storage<V>`).
 ///
-/// All zero bits are a valid room, `FREE` and empty: the table's storage
-/// comes from the allocator zeroed (or from fresh pages).
-pub(crate) struct Room<V> {
-    /// `FREE` or `OWNED`: who owns the room (see the module docs).
-    cell: AtomicU32,
-    /// Initialised while the cell is `OWNED` by the entry (word `INLINE`)
-    /// or by a retired cell, and while the insert that owns it holds a
-    /// value there.
-    value: UnsafeCell<MaybeUninit<V>>,
-}
-
-// SAFETY: what `&Room` reaches safely is the cell, an atomic. The value is
-// reached only through `Entry`'s `unsafe` methods, whose callers (the map)
-// share `&V` between threads (which `V: Sync` allows) and move values in and
-// out on any thread, which the map allows only when it is `Sync` itself,
-// that is when `V: Send + Sync`.
-unsafe impl<V: Sync> Sync for Room<V> {}
-
-// SAFETY: a room owns the value in it (if any): sending it sends that value.
-unsafe impl<V: Send> Send for Room<V> {}
-
-impl<V> Room<V> {
-    /// A free, empty room (loom's atomics must be constructed; outside
-    /// loom, rooms are zeroed instead).
-    #[cfg(all(test, handle_pool_loom))]
-    pub(crate) fn new() -> Self {
-        Room {
-            cell: AtomicU32::new(FREE),
-            value: UnsafeCell::new(MaybeUninit::uninit()),
-        }
-    }
-}
-
-/// One entry of the table: a slot of the crate's storage whose word is the
-/// entry word and whose value is the entry's [`Room`] (the pool's slot
-/// layout, so that the table's dense part is a `Storage<Room<V>>`).
+/// All zero bits are a valid entry, `VACANT` with its room free: the
+/// table's storage comes from the allocator zeroed (or from fresh pages).
 #[repr(transparent)]
-pub(crate) struct Entry<V>(Slot<Room<V>>);
+pub(crate) struct Entry<V>(Slot<V>);
 
-// SAFETY: an entry is its slot: a word, an atomic, and a room, shared
-// under `Room`'s rules (the slot's own cell is only read through, to reach
-// the room).
+// SAFETY: what `&Entry` reaches safely is the word, an atomic. The room is
+// reached only through the `unsafe` methods below, whose callers (the map)
+// share `&V` between threads (which `V: Sync` allows) and move values in
+// and out on any thread, which the map allows only when it is `Sync`
+// itself, that is when `V: Send + Sync`.
 unsafe impl<V: Sync> Sync for Entry<V> {}
 
 // SAFETY: an entry owns the value in its room (if any): sending it sends
@@ -181,17 +187,12 @@ unsafe impl<V: Sync> Sync for Entry<V> {}
 unsafe impl<V: Send> Send for Entry<V> {}
 
 impl<V> Entry<V> {
-    /// The entry that is `slot`.
-    ///
-    /// # Safety
-    /// The slot's value cell holds an initialised `Room` (all zero bits, as
-    /// the storage's fresh slots, or one written at construction), for as
-    /// long as the slot lives.
+    /// The entry that is `slot`, a slot of the table's.
     #[inline(always)]
-    pub(crate) unsafe fn from_slot(slot: &Slot<Room<V>>) -> &Entry<V> {
-        // SAFETY: `Entry<V>` is a `repr(transparent)` `Slot<Room<V>>`; the
+    pub(crate) fn from_slot(slot: &Slot<V>) -> &Entry<V> {
+        // SAFETY: `Entry<V>` is a `repr(transparent)` `Slot<V>`; the
         // reference keeps the slot's lifetime.
-        unsafe { &*(slot as *const Slot<Room<V>>).cast::<Entry<V>>() }
+        unsafe { &*(slot as *const Slot<V>).cast::<Entry<V>>() }
     }
 
     /// The entry word.
@@ -200,34 +201,16 @@ impl<V> Entry<V> {
         &self.0.word
     }
 
-    /// The room.
-    #[inline(always)]
-    fn room(&self) -> &Room<V> {
-        // SAFETY: the slot's value cell holds an initialised room for the
-        // slot's whole life (see `from_slot` and the table's construction);
-        // it is only ever read through this shared reference (the room's
-        // own atomics and cell do the rest).
-        self.0.value.with(|room| unsafe { &*(*room).as_ptr() })
-    }
-
-    /// The room's cell.
-    #[inline(always)]
-    pub(crate) fn cell(&self) -> &AtomicU32 {
-        &self.room().cell
-    }
-
     /// Writes `value` into the room.
     ///
     /// # Safety
-    /// The caller owns the room (it claimed the cell, or holds `&mut` of
-    /// the map with the cell `FREE`), and the room holds no value.
+    /// The caller holds the room (it set `HELD`, or holds `&mut` of the
+    /// map with the room free), and the room holds no value.
     #[inline]
     pub(crate) unsafe fn write(&self, value: V) {
-        // SAFETY: the caller owns the room: no other thread reads or writes
-        // it until the caller publishes or frees it.
-        self.room()
-            .value
-            .with_mut(|room| unsafe { (*room).write(value) });
+        // SAFETY: as the caller guarantees: no other thread reads or writes
+        // the room until the caller publishes or frees it.
+        unsafe { self.0.write_value(value) };
     }
 
     /// Moves the value out of the room.
@@ -240,9 +223,7 @@ impl<V> Entry<V> {
     #[inline]
     pub(crate) unsafe fn take(&self) -> V {
         // SAFETY: as the caller guarantees.
-        self.room()
-            .value
-            .with(|room| unsafe { (*room).assume_init_read() })
+        unsafe { self.0.take_value() }
     }
 
     /// A shared reference to the value in the room.
@@ -253,9 +234,7 @@ impl<V> Entry<V> {
     #[inline(always)]
     pub(crate) unsafe fn value_ref<'a>(&self) -> &'a V {
         // SAFETY: as the caller guarantees.
-        self.room()
-            .value
-            .with(|room| unsafe { (*room).assume_init_ref() })
+        unsafe { self.0.value_ref() }
     }
 
     /// A unique reference to the value in the room.
@@ -266,8 +245,33 @@ impl<V> Entry<V> {
     #[inline(always)]
     pub(crate) unsafe fn value_mut<'a>(&self) -> &'a mut V {
         // SAFETY: as the caller guarantees.
-        self.room()
-            .value
-            .with_mut(|room| unsafe { (*room).assume_init_mut() })
+        unsafe { self.0.value_mut() }
+    }
+}
+
+/// Frees the room of `entry`, whose value the caller (a retired cell being
+/// dropped, or a refused insert) has just moved out: clears `HELD` on
+/// whatever the word is now (`VACANT` or `POOLED`: while the room is held
+/// by anyone but the entry, no word is `INLINE`). Retried only when
+/// another operation's CAS on the word won meanwhile.
+pub(crate) fn free_room<V>(entry: &Entry<V>) {
+    // Relaxed: the CAS below decides.
+    let mut current = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
+    loop {
+        debug_assert!(
+            current.0 & HELD != 0 && !matches!(current.place(), Some(Place::Inline)),
+            "freeing a room this thread does not hold: {current:?}"
+        );
+        // Release pairs with the Acquire CAS of the insert that holds the
+        // room next: the value was moved out before it writes.
+        match entry.word().compare_exchange(
+            current.to_bits(),
+            current.freeing_the_room().to_bits(),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return,
+            Err(actual) => current = EntryWord::from_bits(actual),
+        }
     }
 }

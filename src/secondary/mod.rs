@@ -114,14 +114,16 @@ use raw::RawSecondary;
 ///   dropped as a pool drops removed values (see the crate docs, "When
 ///   values are dropped"; [`flush`](Self::flush) forces it).
 /// - **Storage never moves**: entries, with room for a value each, live in
-///   a sparse tree of 128-entry leaves, and the values that did not fit in
-///   their rooms in the value pool's slots; both grow as indices and values
-///   come, and nothing is reallocated, so a `&V` stays valid while its
-///   guard lives.
+///   a flat region and a sparse tree of 128-entry leaves, and the values
+///   that did not fit in their rooms in the value pool's slots; all grow as
+///   indices and values come, and nothing is reallocated, so a `&V` stays
+///   valid while its guard lives.
 /// - **Bad input** (forged handles, handles of another pool's index space)
 ///   gets `None`/`false`; a lookup or remove allocates nothing, and an
-///   insert at any index allocates at most one leaf and two nodes (7 KiB
-///   for `u64` values), never a table up to its index.
+///   insert past the flat region's bound allocates at most one leaf and
+///   two nodes (6 KiB for `u64` values), below it commits the region up
+///   to its index (at most 64 MiB of address space, taking memory only
+///   where written), never a table up to `2^32` entries.
 /// - **A panic in user code** (a value's `Drop`, `Clone`, a closure, a
 ///   handle type's `PoolHandle` methods, an iterator given to `extend`)
 ///   leaves the map consistent, with every value dropped exactly once.
@@ -168,13 +170,16 @@ use raw::RawSecondary;
 ///
 /// # Cost
 ///
-/// Per 128 indices used, a leaf of 128 entries, each `size_of::<V>()` and
-/// 16 bytes (3 KiB for `u64` values): `slotmap::SecondaryMap`'s `Vec`, in
-/// pieces. A value in its entry's room is read with the entry, one cache
-/// miss as in slotmap; a replacement that comes while the room is taken
-/// (by the value it replaces, until that one's readers are gone) puts its
-/// value in a slot of the value pool, one more miss to read until the next
-/// replacement, and the size of a pool slot besides.
+/// An entry is `size_of::<V>()` and an 8-byte word (16 bytes for `u64`
+/// values, as `slotmap::SecondaryMap`'s slots): for the indices below a
+/// bound (2^22 of them for `u64` values, up to 64 MiB of entries) in one
+/// flat region committed up to the highest index used, past it in leaves
+/// of 128 entries allocated where indices are used. A value in its entry's
+/// room is read with the entry, one cache miss as in slotmap; a replacement
+/// that comes while the room is taken (by the value it replaces, until
+/// that one's readers are gone) puts its value in a slot of the value pool
+/// instead, one more miss to read until the next replacement, and the size
+/// of a pool slot besides.
 ///
 /// A map is `Send` when `V: Send` and `Sync` when `V: Send + Sync`, as a
 /// pool is:

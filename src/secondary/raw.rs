@@ -14,7 +14,7 @@ use crate::storage::Storage;
 use crate::sync::{AtomicIsize, Ordering};
 use crate::thread_id::thread_id;
 
-use super::entry::{Entry, EntryWord, Place, FREE, OWNED};
+use super::entry::{free_room, Entry, EntryWord, Place, VALUE_SLOTS};
 use super::retired::{RetiredCell, Stored};
 use super::table::{Entries, Table};
 
@@ -123,7 +123,12 @@ impl<'a, V> Found<'a, V> {
 
 impl<V> RawSecondary<V> {
     pub(crate) fn new(config: Config) -> Self {
-        let config = config.resolved();
+        // A `POOLED` word holds a slot index in 31 bits.
+        let config = Config {
+            max_slots: config.max_slots.min(VALUE_SLOTS),
+            ..config
+        }
+        .resolved();
         RawSecondary {
             values: RawPool::new(config),
             table: Table::new(),
@@ -214,13 +219,11 @@ impl<V> RawSecondary<V> {
     pub(crate) fn insert(&self, handle: Handle, value: V) -> bool {
         let entry = self.table.find_or_grow(handle.index());
         // Relaxed: a first look, to refuse without placing the value; the
-        // CAS below decides.
-        let mut current = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
-        if current.refuses(handle) {
+        // CASes below decide.
+        let current = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
+        let Some((placed, mut current)) = self.place(entry, current, handle, value) else {
             return false;
-        }
-        let placed = self.place(entry, value);
-        let new = EntryWord::occupied(handle.generation(), placed.place());
+        };
         loop {
             if current.refuses(handle) {
                 // A newer generation came in meanwhile. No word named our
@@ -228,6 +231,10 @@ impl<V> RawSecondary<V> {
                 self.give_back(entry, placed);
                 return false;
             }
+            // In the room, the value's word holds the room; in the value
+            // pool, the room stays as it is, or passes from the entry to the
+            // retired cell of a value this replaces.
+            let new = EntryWord::occupied(handle.generation(), placed.place(), current.room_held());
             // Release pairs with the Acquire loads of lookups and with the
             // Acquire of the CAS that takes this word out: our value was
             // written in the room, or published by the value pool, before.
@@ -252,36 +259,55 @@ impl<V> RawSecondary<V> {
         }
     }
 
-    /// Puts `value` in `entry`'s room if it is free (claiming it), else in
-    /// the value pool.
-    fn place(&self, entry: &Entry<V>, value: V) -> Placed {
-        // Acquire pairs with the Release store that freed the room (a
-        // retired cell's drop, or an insert giving it back): the value that
-        // was there is gone before we write.
-        if entry
-            .cell()
-            .compare_exchange(FREE, OWNED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            // SAFETY: we claimed the room, which holds no value: a room is
-            // freed only once its value is moved out.
-            unsafe { entry.write(value) };
-            Placed::Inline
-        } else {
-            Placed::Pooled(self.values.insert_or(Stored::Value(value), values_full))
+    /// Puts `value` for `handle` in `entry`'s room if it is free (holding
+    /// it, by a CAS on the word that sets `HELD`), else in the value pool.
+    /// Returns where, and the word now; `None` if, meanwhile, the word came
+    /// to refuse `handle` (the value is dropped then).
+    fn place(
+        &self,
+        entry: &Entry<V>,
+        mut current: EntryWord,
+        handle: Handle,
+        value: V,
+    ) -> Option<(Placed, EntryWord)> {
+        while !current.room_held() {
+            if current.refuses(handle) {
+                return None;
+            }
+            let holding = current.holding_the_room();
+            // Acquire pairs with the Release CAS that freed the room (a
+            // retired cell's drop, or a refused insert giving it back): the
+            // value that was there was moved out before we write.
+            match entry.word().compare_exchange(
+                current.to_bits(),
+                holding.to_bits(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    // SAFETY: we hold the room, which holds no value: a
+                    // room is freed only once its value is moved out.
+                    unsafe { entry.write(value) };
+                    return Some((Placed::Inline, holding));
+                }
+                Err(actual) => current = EntryWord::from_bits(actual),
+            }
         }
+        if current.refuses(handle) {
+            return None;
+        }
+        let stored = self.values.insert_or(Stored::Value(value), values_full);
+        Some((Placed::Pooled(stored), current))
     }
 
     /// Drops the value of a refused insert, which no word ever named.
     fn give_back(&self, entry: &Entry<V>, placed: Placed) {
         match placed {
             Placed::Inline => {
-                // SAFETY: we claimed the room and wrote the value there;
-                // no word named it, so nobody else reads it.
+                // SAFETY: we hold the room and wrote the value there; no
+                // word named it, so nobody else reads it.
                 let value = unsafe { entry.take() };
-                // Release pairs with the Acquire claim of the next insert:
-                // the value was moved out before it writes.
-                entry.cell().store(FREE, Ordering::Release);
+                free_room(entry);
                 drop(value);
             }
             Placed::Pooled(stored) => {
@@ -299,11 +325,14 @@ impl<V> RawSecondary<V> {
         // Relaxed: the CAS below decides.
         let mut current = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
         while current.holds(handle) {
+            // The room stays held: by whoever held it, or, for an `INLINE`
+            // value, by the retired cell that takes it over.
+            let vacant = EntryWord::vacant(current.room_held());
             // Acquire pairs with the Release CAS that stored `current`: the
             // value's place is visible to `retire`.
             match entry.word().compare_exchange(
                 current.to_bits(),
-                EntryWord::VACANT.to_bits(),
+                vacant.to_bits(),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -313,7 +342,8 @@ impl<V> RawSecondary<V> {
                     return true;
                 }
                 // Another generation's value, or vacant: the loop ends;
-                // the same generation's replacement: again.
+                // the same generation's replacement, or the room freed or
+                // held meanwhile: again.
                 Err(actual) => current = EntryWord::from_bits(actual),
             }
         }
@@ -324,14 +354,15 @@ impl<V> RawSecondary<V> {
     /// `entry` (its CAS won): it is dropped once no reader can see it.
     fn retire(&self, entry: &Entry<V>, word: EntryWord) {
         let stored = match word.place() {
-            Place::Inline => {
-                // SAFETY: our CAS took the `INLINE` word out, so the room,
-                // holding its value, is ours; the table outlives the value
-                // pool.
+            Some(Place::Inline) => {
+                // SAFETY: our CAS took the `INLINE` word out, leaving the
+                // room held, so the room, holding its value, is ours; the
+                // table outlives the value pool.
                 let retired = unsafe { RetiredCell::new(entry) };
                 self.values.insert_or(Stored::Retired(retired), values_full)
             }
-            Place::Pooled(slot) => value_handle(&self.values, slot),
+            Some(Place::Pooled(slot)) => value_handle(&self.values, slot),
+            None => return,
         };
         let removed = self.values.remove(stored);
         debug_assert!(removed, "a value taken out of an entry was removed");
@@ -364,10 +395,8 @@ impl<V> RawSecondary<V> {
         for (index, entry) in self.table.entries() {
             // Relaxed: `&mut self`.
             let word = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
-            if word.is_vacant() {
-                continue;
-            }
-            let found = Found::at(entry, self.values.storage(), word.place());
+            let Some(place) = word.place() else { continue };
+            let found = Found::at(entry, self.values.storage(), place);
             // SAFETY: the word names the place; `&mut self` is exclusive,
             // and the reference ends before the value is taken out below.
             let value = unsafe { found.value_mut() };
@@ -438,54 +467,61 @@ impl Placed {
 /// order: no word names a value that is gone, even if dropping the value
 /// then panics. The caller holds `&mut` of the map.
 fn take_entry<V>(values: &mut RawPool<Stored<V>>, entry: &Entry<V>, word: EntryWord) -> V {
-    // Relaxed: `&mut`.
-    entry
-        .word()
-        .store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
     match word.place() {
-        Place::Inline => {
+        Some(Place::Inline) => {
+            // Relaxed (this store and the next): `&mut`. The room is free
+            // again once its value is out.
+            entry
+                .word()
+                .store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
             // SAFETY: the word named the room, so it holds the entry's
             // value, and `&mut` means nobody reads it.
-            let value = unsafe { entry.take() };
-            // Relaxed: `&mut`; later inserts are ordered after it.
-            entry.cell().store(FREE, Ordering::Relaxed);
-            value
+            unsafe { entry.take() }
         }
-        Place::Pooled(slot) => {
+        Some(Place::Pooled(slot)) => {
+            // The room stays as it was: a retired cell may hold it.
+            let vacant = EntryWord::vacant(word.room_held());
+            entry.word().store(vacant.to_bits(), Ordering::Relaxed);
             let handle = value_handle(values, slot);
             match values.take(handle) {
                 Some(stored) => stored.into_value(),
                 None => unnamed_value(slot, handle.to_bits()),
             }
         }
+        None => unreachable!("take_entry of a vacant entry"),
     }
 }
 
 /// Vacates every entry of `entries` and drops every value: those in rooms
 /// here, then every value of the value pool (pooled values, those awaiting
-/// reclamation, and retired cells, which drop the values of their rooms).
-/// Every value is dropped even if some `Drop` panics; returns the first
-/// panic. The caller holds `&mut` of the map.
+/// reclamation, and retired cells, which drop the values of their rooms
+/// and free them). Every value is dropped even if some `Drop` panics;
+/// returns the first panic. The caller holds `&mut` of the map.
 fn vacate_all<'a, V: 'a>(
     values: &mut RawPool<Stored<V>>,
     entries: impl Iterator<Item = (u32, &'a Entry<V>)>,
 ) -> Option<Panic> {
     let mut first_panic = None;
     for (_, entry) in entries {
-        // Relaxed: `&mut`.
+        // Relaxed (loads and stores): `&mut`.
         let word = EntryWord::from_bits(entry.word().load(Ordering::Relaxed));
-        if word.is_vacant() {
-            continue;
-        }
-        entry
-            .word()
-            .store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
-        if word.place() == Place::Inline {
-            // SAFETY: the word named the room, so it holds the entry's
-            // value, and `&mut` means nobody reads it.
-            let value = unsafe { entry.take() };
-            entry.cell().store(FREE, Ordering::Relaxed);
-            keep_first(&mut first_panic, drop_catching(value));
+        match word.place() {
+            Some(Place::Inline) => {
+                entry
+                    .word()
+                    .store(EntryWord::VACANT.to_bits(), Ordering::Relaxed);
+                // SAFETY: the word named the room, so it holds the entry's
+                // value, and `&mut` means nobody reads it.
+                let value = unsafe { entry.take() };
+                keep_first(&mut first_panic, drop_catching(value));
+            }
+            Some(Place::Pooled(_)) => {
+                // The value goes with the value pool's below; a retired
+                // cell may hold the room.
+                let vacant = EntryWord::vacant(word.room_held());
+                entry.word().store(vacant.to_bits(), Ordering::Relaxed);
+            }
+            None => {}
         }
     }
     keep_first(&mut first_panic, values.reclaim_all(true));
@@ -507,9 +543,9 @@ impl<'a, V> Iterator for Occupied<'a, V> {
         for (index, entry) in &mut self.entries {
             // Acquire pairs with the insert's Release CAS, as in `find`.
             let word = EntryWord::from_bits(entry.word().load(Ordering::Acquire));
-            if !word.is_vacant() {
+            if let Some(place) = word.place() {
                 let handle = Handle::new(index, word.generation());
-                return Some((handle, Found::at(entry, self.slots, word.place())));
+                return Some((handle, Found::at(entry, self.slots, place)));
             }
         }
         None
@@ -562,7 +598,7 @@ impl<V> Iterator for Drained<'_, V> {
 // SAFETY: a `Drained` borrows the map mutably and moves values out of it:
 // sending it sends those values, which needs `V: Send` (as for
 // `std::vec::Drain`); it never hands out a `&V`. What else it touches, the
-// words and cells of the entries it visits, the value pool and the length
+// words of the entries it visits and their rooms, the value pool and the length
 // shares, are the map's alone while it is borrowed.
 unsafe impl<V: Send> Send for Drained<'_, V> {}
 

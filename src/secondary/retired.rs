@@ -5,9 +5,7 @@
 
 use core::ptr::NonNull;
 
-use crate::sync::Ordering;
-
-use super::entry::{Entry, FREE};
+use super::entry::{free_room, Entry};
 
 /// A value of the map's value pool.
 pub(crate) enum Stored<V> {
@@ -61,11 +59,10 @@ impl<V> RetiredCell<V> {
     /// The room of `entry`, from now on this retired cell's.
     ///
     /// # Safety
-    /// The caller owns the room (it won the CAS that took an `INLINE` word
-    /// out of the entry, or holds `&mut` of the map with the word naming
-    /// the room), the room holds a value, and the entry outlives the value
-    /// pool this retired cell goes into (the map drops its value pool
-    /// before its table).
+    /// The caller holds the room (it won the CAS that took an `INLINE` word
+    /// out of the entry, leaving `HELD` set), the room holds a value, and
+    /// the entry outlives the value pool this retired cell goes into (the
+    /// map drops its value pool before its table).
     pub(crate) unsafe fn new(entry: &Entry<V>) -> Self {
         RetiredCell(NonNull::from(entry))
     }
@@ -81,9 +78,7 @@ impl<V> Drop for RetiredCell<V> {
         // pool's reclamation of a removed value, or `&mut` of the map), so
         // nobody reads it afterwards.
         let value = unsafe { entry.take() };
-        // Release pairs with the Acquire CAS of the insert that claims the
-        // room next: the value was moved out before it writes there.
-        entry.cell().store(FREE, Ordering::Release);
+        free_room(entry);
         drop(value);
     }
 }

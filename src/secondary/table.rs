@@ -3,7 +3,7 @@
 //! `secondary::entry`).
 //!
 //! Two parts, by index. The *dense* part, indices below [`Table::DENSE`],
-//! is the crate's own slot storage (`Storage<Room<V>>`: a flat region
+//! is the crate's own slot storage (`Storage<V>`: a flat region
 //! committed up to the highest index used, as a pool's), so that a lookup
 //! there costs what a pool's does. The *sparse* part, the rest of the index
 //! space, is a tree: a leaf of entries, and the nodes above it, are
@@ -20,7 +20,7 @@ use crate::slot::Slot;
 use crate::storage::Storage;
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use super::entry::{Entry, Room};
+use super::entry::Entry;
 
 /// The tree's shape: index bits per leaf, per node and at the root.
 #[cfg(not(all(test, handle_pool_loom)))]
@@ -77,11 +77,10 @@ const DENSE_STEP: u32 = 64;
 
 /// The entries of `LEAF_LEN` consecutive indices of the sparse part.
 struct Leaf<V> {
-    entries: [Slot<Room<V>>; LEAF_LEN],
+    entries: [Slot<V>; LEAF_LEN],
 }
 
-// SAFETY: a leaf is entries (see `Entry`'s `Sync`): the slots' cells are
-// only read through, to reach their rooms.
+// SAFETY: a leaf is entries, shared under `Entry`'s rules.
 unsafe impl<V: Sync> Sync for Leaf<V> {}
 
 // SAFETY: a leaf owns the values in its rooms: sending it sends them.
@@ -102,22 +101,15 @@ impl<V> Fresh for Leaf<V> {
         #[cfg(not(all(test, handle_pool_loom)))]
         {
             // SAFETY: all zero bits are a valid leaf: every slot word
-            // `VACANT` (a zero `AtomicU64`), every room `FREE` and empty (a
-            // zero `AtomicU32` and a `MaybeUninit`, inside the slot's
-            // `MaybeUninit` value cell); and a leaf is not zero-sized.
+            // `VACANT` with its room free (a zero `AtomicU64`), every room
+            // empty (a `MaybeUninit`); and a leaf is not zero-sized.
             unsafe { zeroed() }
         }
         #[cfg(all(test, handle_pool_loom))]
         {
-            let leaf = Box::new(Leaf {
+            Box::new(Leaf {
                 entries: core::array::from_fn(|_| Slot::new()),
-            });
-            for slot in &leaf.entries {
-                // SAFETY: the leaf is ours alone until it is published.
-                slot.value
-                    .with_mut(|room| unsafe { (*room).write(Room::new()) });
-            }
-            leaf
+            })
         }
     }
 }
@@ -253,19 +245,15 @@ fn past_block(index: u64, shift: u32) -> u64 {
 
 /// The entry that is `slot`, a slot of the table's.
 #[inline(always)]
-fn entry<V>(slot: &Slot<Room<V>>) -> &Entry<V> {
-    // SAFETY: every slot of the table holds an initialised room: the dense
-    // part's come zeroed from the storage (fresh pages, or zeroed buckets),
-    // the leaves' zeroed from `zeroed` (or, under loom, written when the
-    // leaf is made).
-    unsafe { Entry::from_slot(slot) }
+fn entry<V>(slot: &Slot<V>) -> &Entry<V> {
+    Entry::from_slot(slot)
 }
 
 /// The entries of a map.
 pub(crate) struct Table<V> {
     /// Indices below [`Table::DENSE`]: the crate's slot storage.
     #[cfg(not(all(test, handle_pool_loom)))]
-    dense: Storage<Room<V>>,
+    dense: Storage<V>,
     /// The other indices: the tree.
     root: Node<Node<Node<Leaf<V>>>, ROOT_FANOUT>,
     /// One past the last index of the highest block allocated: where the
@@ -287,7 +275,7 @@ impl<V> Table<V> {
     /// loom, none.
     #[cfg(not(all(test, handle_pool_loom)))]
     pub(crate) const DENSE: u32 = {
-        let fit = DENSE_BYTES / core::mem::size_of::<Slot<Room<V>>>();
+        let fit = DENSE_BYTES / core::mem::size_of::<Slot<V>>();
         let fit = if fit > DENSE_MAX as usize {
             DENSE_MAX as usize
         } else {
