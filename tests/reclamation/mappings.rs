@@ -27,6 +27,21 @@ fn map_count_limit() -> usize {
         .map_or(65_530, |limit| limit.trim().parse().unwrap())
 }
 
+/// Whether the tests run under a sanitizer whose runtime maps memory of
+/// its own for what the process maps (`.ci/sanitize.sh` sets its options):
+/// ThreadSanitizer maps shadow for every mapping, and AddressSanitizer's
+/// allocator aborts where `try_reserve_exact` would return an error. The
+/// checks of mappings and address space then step aside.
+fn under(sanitizers: &[&str]) -> bool {
+    let under = sanitizers
+        .iter()
+        .any(|options| std::env::var_os(options).is_some());
+    if under {
+        eprintln!("skipped under a sanitizer");
+    }
+    under
+}
+
 /// Spawns and joins `threads` threads, each its stack's mappings: what
 /// failed once pools had spent the mapping limit.
 fn spawn_threads(threads: usize) {
@@ -70,6 +85,9 @@ fn a_hundred_thousand_small_pools_take_no_memory_mappings() {
         module_path!(),
         "a_hundred_thousand_small_pools_take_no_memory_mappings",
         || {
+            if under(&["TSAN_OPTIONS"]) {
+                return;
+            }
             const POOLS: usize = 100_000;
             let before = mappings();
             // 10 values each, within the first chunk of 64 slots.
@@ -102,6 +120,9 @@ fn pools_past_their_first_chunk_leave_three_quarters_of_the_mapping_limit() {
         module_path!(),
         "pools_past_their_first_chunk_leave_three_quarters_of_the_mapping_limit",
         || {
+            if under(&["TSAN_OPTIONS"]) {
+                return;
+            }
             let limit = map_count_limit();
             // Two mappings a region; more pools than regions allowed.
             let regions = limit / 8;
@@ -160,14 +181,7 @@ fn two_pools_under_an_address_space_limit_leave_room_for_a_large_allocation() {
         module_path!(),
         "two_pools_under_an_address_space_limit_leave_room_for_a_large_allocation",
         || {
-            // Under a sanitizer (`.ci/sanitize.sh` sets its options), its
-            // allocator's own mappings take the address space, and it aborts
-            // where `try_reserve_exact` would return an error.
-            if ["ASAN_OPTIONS", "TSAN_OPTIONS"]
-                .iter()
-                .any(|name| std::env::var_os(name).is_some())
-            {
-                eprintln!("skipped under a sanitizer");
+            if under(&["ASAN_OPTIONS", "TSAN_OPTIONS"]) {
                 return;
             }
             const GIB: u64 = 1 << 30;
