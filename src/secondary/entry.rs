@@ -139,6 +139,13 @@ impl EntryWord {
         }
     }
 
+    /// Whether the entry holds `handle`'s value in its room: the common
+    /// lookup, one comparison of the upper half.
+    #[inline(always)]
+    pub(crate) const fn is_inline_for(self, handle: Handle) -> bool {
+        self.upper() == handle.generation()
+    }
+
     /// Whether `handle` resolves here.
     #[inline(always)]
     pub(crate) const fn holds(self, handle: Handle) -> bool {

@@ -190,26 +190,70 @@ impl<V> RawSecondary<V> {
             .map(|place| place == Place::Inline)
     }
 
+    /// The value `handle` refers to now.
+    ///
+    /// # Safety
+    /// The calling thread is protected (a guard, or a one-call read of the
+    /// value pool) from before this call until the reference's last use,
+    /// within the borrow of `self`.
+    #[inline(always)]
+    unsafe fn value_of(&self, handle: Handle) -> Option<&V> {
+        self.table.find_or(
+            handle.index(),
+            |entry| {
+                // Acquire pairs with the insert's Release CAS: the value is
+                // written (or published by the value pool) before the word
+                // names it.
+                let word = EntryWord::from_bits(entry.word().load(Ordering::Acquire));
+                if word.is_inline_for(handle) {
+                    // SAFETY: the word names the room; the caller's
+                    // protection keeps its value there (see `Found::value_ref`).
+                    Some(unsafe { Found::Inline(entry).value_ref() })
+                } else {
+                    // SAFETY: as the caller guarantees.
+                    unsafe { self.pooled_value(word, handle) }
+                }
+            },
+            None,
+        )
+    }
+
+    /// [`value_of`](Self::value_of) for a word whose value is not in its
+    /// room: in the value pool, or none for `handle`. Out of line: the
+    /// common lookup keeps no code for it.
+    ///
+    /// # Safety
+    /// As for `value_of`, `word` loaded with Acquire under the protection.
+    #[inline(never)]
+    unsafe fn pooled_value(&self, word: EntryWord, handle: Handle) -> Option<&V> {
+        match word.find(handle)? {
+            Place::Pooled(slot) => {
+                let found = Found::Pooled(self.values.storage().slot(slot));
+                // SAFETY: the word names the slot; the caller's protection
+                // keeps its value there (see `Found::value_ref`).
+                Some(unsafe { found.value_ref() })
+            }
+            Place::Inline => None,
+        }
+    }
+
     /// The value `handle` refers to, protected by `guard`.
     #[inline]
     pub(crate) fn get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g V> {
-        let found = self.find(handle)?;
-        // SAFETY: the word was loaded with Acquire under `guard`, which
-        // announced this thread before the load (a `Guard` can only be made
-        // by announcing) and lives for `'g`.
-        Some(unsafe { found.value_ref() })
+        // SAFETY: `guard` announced this thread before this call (a `Guard`
+        // can only be made by announcing) and lives for `'g`.
+        unsafe { self.value_of(handle) }
     }
 
     /// Calls `f` with the value `handle` refers to, protected for the call
     /// by a one-call read of the value pool.
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&V) -> R) -> Option<R> {
-        self.values.reclaimer().read(|| {
-            let found = self.find(handle)?;
-            // SAFETY: loaded with Acquire inside the one-call read, which
-            // announced before the load and lasts until `f` returns.
-            Some(f(unsafe { found.value_ref() }))
-        })
+        // SAFETY: the one-call read announced before the lookup and lasts
+        // until `f` returns.
+        self.values
+            .reclaimer()
+            .read(|| unsafe { self.value_of(handle) }.map(f))
     }
 
     /// Stores `value` for `handle`, unless the entry holds a newer

@@ -319,6 +319,29 @@ impl<V> Table<V> {
         Some(entry(&self.leaf(index)?.entries[leaf_field(index)]))
     }
 
+    /// `found` of the entry of `index`, or `missing` if its storage was
+    /// never allocated: as the storage's own `find_or`, so that a lookup
+    /// does its work on each path (dense, sparse) rather than merge the two
+    /// into an `Option` first.
+    #[inline(always)]
+    pub(crate) fn find_or<'a, R>(
+        &'a self,
+        index: u32,
+        found: impl FnOnce(&'a Entry<V>) -> R,
+        missing: R,
+    ) -> R {
+        #[cfg(not(all(test, handle_pool_loom)))]
+        if index < Self::DENSE {
+            return self
+                .dense
+                .find_or(index, |slot| found(entry(slot)), missing);
+        }
+        match self.leaf(index) {
+            Some(leaf) => found(entry(&leaf.entries[leaf_field(index)])),
+            None => missing,
+        }
+    }
+
     /// The entry of `index` and its word now (`VACANT`, 0, if its storage
     /// was never allocated), loaded with Acquire: see the callers for what
     /// it pairs with.
