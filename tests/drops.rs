@@ -15,14 +15,10 @@ use common::{in_child_process, with_batch as batch_config, Log, PinnedThread, Tr
 // Modules of this binary live in `tests/drops/`.
 #[path = "drops/dense.rs"]
 mod dense;
-
-// `SecondaryMap`'s drop counting lives in `tests/drops/` (a crate root's
-// modules would be looked for next to it, in `tests/`).
-#[path = "drops/secondary.rs"]
-mod secondary;
-// The values `remove_get` and `remove_with` hand over.
 #[path = "drops/removed_value.rs"]
 mod removed_value;
+#[path = "drops/secondary.rs"]
+mod secondary;
 
 /// Tries `done` until it holds, for at most a few seconds. (The pins and
 /// flushes between tries touch only crossbeam-epoch's own state, which the

@@ -17,9 +17,6 @@ use common::{Alive, Log, Rng, Tracked};
 // Modules of this binary live in `tests/rayon/`.
 #[path = "rayon/dense.rs"]
 mod dense;
-
-// `SecondaryMap` with rayon lives in `tests/rayon/` (a crate root's modules
-// would be looked for next to it, in `tests/`).
 #[path = "rayon/secondary.rs"]
 mod secondary;
 

@@ -7,6 +7,14 @@
 //! ones spawned (`insert`), all through a shared `&HandlePool`. Then one pass
 //! through `&mut` moves every entity and collects the next frame's handles.
 //!
+//! Each entity's health is a component kept beside the pool, in a
+//! `SecondaryMap` keyed by the entities' handles: the worker that spawns an
+//! entity inserts its health, the worker that despawns it removes it, and
+//! every worker whose entity chases a live target wears the target's health
+//! down, all through `&SecondaryMap` (the health is an `AtomicU32`, so a
+//! component many workers hit is changed in place). A despawned entity's
+//! health is never found through a handle of the entity reusing its slot.
+//!
 //! The same world is played twice, on one rayon worker and then on all of
 //! them (`--workers N`), and the demo prints both times and the speed-up.
 //! The world grows with the workers (up to 40,000 entities each, or
@@ -24,9 +32,10 @@
 //! targets picked, and with them the lookup counts, vary slightly.
 
 use std::ops::Add;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use handle_pool::{Handle, HandlePool};
+use handle_pool::{Handle, HandlePool, SecondaryMap};
 use rayon::prelude::*;
 
 /// Live entities at most, per worker (`--entities` sets the total).
@@ -35,6 +44,8 @@ const ENTITIES_PER_WORKER: usize = 40_000;
 const WORLD: i32 = 4096;
 const SEED: u64 = 0x5eed_2026;
 const DEFAULT_FRAMES: u32 = 100;
+/// The health an entity is spawned with; each frame its chasers take one.
+const HEALTH: u32 = 50;
 
 struct Entity {
     x: i32,
@@ -92,6 +103,8 @@ struct Counts {
     stale: u64,
     spawned: u64,
     despawned: u64,
+    /// Health taken from live targets.
+    hits: u64,
 }
 
 impl Add for Counts {
@@ -102,6 +115,7 @@ impl Add for Counts {
             stale: self.stale + o.stale,
             spawned: self.spawned + o.spawned,
             despawned: self.despawned + o.despawned,
+            hits: self.hits + o.hits,
         }
     }
 }
@@ -126,6 +140,8 @@ fn play_on(workers: usize, frames: u32, entities: usize) -> f64 {
 
 fn play(workers: usize, frames: u32, entities: usize) -> f64 {
     let mut pool: HandlePool<Entity> = HandlePool::new();
+    // A component per entity, beside the pool: its health.
+    let health: SecondaryMap<AtomicU32> = SecondaryMap::with_capacity(entities);
     let mut rng = Rng::new(SEED);
     let mut handles: Vec<Handle> = (0..entities / 2)
         .map(|_| {
@@ -133,7 +149,9 @@ fn play(workers: usize, frames: u32, entities: usize) -> f64 {
                 rng.below(WORLD as u64) as i32,
                 rng.below(WORLD as u64) as i32,
             );
-            pool.insert(rng.spawn(None, None, x, y))
+            let handle = pool.insert(rng.spawn(None, None, x, y));
+            health.insert(handle, AtomicU32::new(HEALTH));
+            handle
         })
         .collect();
     for (_, entity) in pool.iter_mut() {
@@ -169,10 +187,23 @@ fn play(workers: usize, frames: u32, entities: usize) -> f64 {
                     };
                     let target = follow(entity.target);
                     let parent = follow(entity.parent);
+                    // Wear the target down, if it lives, under the reader's
+                    // guard; other workers may hit it at the same time.
+                    if target.is_some() {
+                        let hp = entity.target.and_then(|t| health.get(t, reader.guard()));
+                        let hit = hp.is_some_and(|hp| {
+                            hp.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
+                                h.checked_sub(1)
+                            })
+                            .is_ok()
+                        });
+                        done.hits += u64::from(hit);
+                    }
 
                     let mut rng = Rng::new(entity.seed ^ u64::from(frame));
                     if entity.lifetime == 0 {
                         pool.remove(handle);
+                        health.remove(handle);
                         done.despawned += 1;
                     } else if live < entities && rng.below(48) == 0 {
                         // The child chases its parent's target while that lives,
@@ -182,7 +213,8 @@ fn play(workers: usize, frames: u32, entities: usize) -> f64 {
                             (None, Some(_)) => entity.parent,
                             (None, None) => None,
                         };
-                        pool.insert(rng.spawn(Some(handle), chase, entity.x, entity.y));
+                        let child = pool.insert(rng.spawn(Some(handle), chase, entity.x, entity.y));
+                        health.insert(child, AtomicU32::new(HEALTH));
                         done.spawned += 1;
                     }
                     done
@@ -211,15 +243,19 @@ fn play(workers: usize, frames: u32, entities: usize) -> f64 {
     }
     let wall = start.elapsed().as_secs_f64();
     let ops = total.lookups + total.spawned + total.despawned;
+    // Every live entity has its health, and no despawned one.
+    assert_eq!(health.len(), pool.len(), "one health per live entity");
     println!(
         "{on:>11}: {} pool operations ({} lookups, {} spawned, {} despawned), \
-         {} stale lookups caught, {} live; {wall:.2} s, {:.1} M ops/s",
+         {} stale lookups caught, {} live, {} hits on {} healths; {wall:.2} s, {:.1} M ops/s",
         ops,
         total.lookups,
         total.spawned,
         total.despawned,
         total.stale,
         handles.len(),
+        total.hits,
+        health.len(),
         ops as f64 / wall / 1e6
     );
     wall

@@ -6,7 +6,7 @@
 //! exactly once, and a map racing on one entry keeps the newer generation.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Barrier;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -187,36 +187,52 @@ fn components_read_under_churn_belong_to_their_entity_long() {
 /// Threads insert generations 1..=N for the same slot index in shuffled
 /// orders at once; the newest stays, every other value is refused or
 /// replaced, and each is dropped exactly once.
+///
+/// The threads start together on an atomic count and are joined: std's
+/// `Barrier` and `thread::scope` synchronise inside uninstrumented std,
+/// which ThreadSanitizer cannot see (see `.ci/sanitize.sh`).
 #[test]
 fn racing_inserts_for_one_entry_keep_the_newest_generation() {
     let _serial = serial();
     const THREADS: u32 = 4;
     const PER_THREAD: u32 = 64;
     for round in 0..50u64 {
-        let alive = Alive::new();
-        let map: SecondaryMap<(u32, Counted)> = SecondaryMap::with_config(small_batches());
-        let start = Barrier::new(THREADS as usize);
-        let stored = AtomicUsize::new(0);
-        thread::scope(|s| {
-            for t in 0..THREADS {
-                let (map, start, alive, stored) = (&map, &start, &alive, &stored);
-                s.spawn(move || {
+        let alive = Arc::new(Alive::new());
+        let map: Arc<SecondaryMap<(u32, Counted)>> =
+            Arc::new(SecondaryMap::with_config(small_batches()));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let stored = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (map, ready, alive, stored) = (
+                    Arc::clone(&map),
+                    Arc::clone(&ready),
+                    Arc::clone(&alive),
+                    Arc::clone(&stored),
+                );
+                thread::spawn(move || {
                     let mut rng = Rng::new(round * 31 + u64::from(t));
                     let mut generations: Vec<u32> =
                         (0..PER_THREAD).map(|i| 1 + t + THREADS * i).collect();
                     for i in (1..generations.len()).rev() {
                         generations.swap(i, rng.below(i + 1));
                     }
-                    start.wait();
+                    ready.fetch_add(1, Ordering::AcqRel);
+                    while ready.load(Ordering::Acquire) < THREADS as usize {
+                        std::hint::spin_loop();
+                    }
                     for g in generations {
                         let h = Handle::from_bits((u64::from(g) << 32) | 17).unwrap();
                         if map.insert(h, (g, alive.value())) {
                             stored.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                });
-            }
-        });
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
         let newest = THREADS * PER_THREAD;
         let h = Handle::from_bits((u64::from(newest) << 32) | 17).unwrap();
         assert_eq!(map.with(h, |(g, _)| *g), Some(newest), "round {round}");
