@@ -275,7 +275,8 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     /// older generation; returns whether it was stored.
     ///
     /// `false` means the entry holds a newer generation than `handle`'s (the
-    /// handle is stale): `value` is dropped, as slotmap drops it. A value
+    /// handle is stale), or `handle` is [`Handle::null()`]: `value` is
+    /// dropped, as slotmap drops it. A value
     /// replaced is not returned, because other threads may still be reading
     /// it; it is dropped once no reader can see it, as a removed value is.
     /// Racing inserts for one entry: see "Threads" above.

@@ -261,6 +261,13 @@ impl<V> RawSecondary<V> {
     /// value refused is dropped (now, or by the value pool's reclamation if
     /// it went there).
     pub(crate) fn insert(&self, handle: Handle, value: V) -> bool {
+        if handle.is_null() {
+            // The null handle names no entity: storing for it would make it
+            // resolve here (its index, `u32::MAX`, has an entry like any
+            // other), and it must resolve nowhere. Refused as a stale
+            // handle is, before the table grows.
+            return false;
+        }
         let entry = self.table.find_or_grow(handle.index());
         // Relaxed: a first look, to refuse without placing the value; the
         // CASes below decide.

@@ -7,7 +7,8 @@
 //!
 //! Deserializing inserts the pairs in order into a new map. Indices must
 //! strictly increase, so a document cannot list an entry twice; a pair out
-//! of order is an error that names both indices. A hostile document costs
+//! of order is an error that names both indices, and a pair keyed by the
+//! null handle (which `insert` refuses) is an error too. A hostile document costs
 //! what its pairs cost: a value and at most a leaf and two nodes each, whatever
 //! the indices (see [`SecondaryMap`]'s "Bad input"); nothing is
 //! preallocated from a length the input announces.
@@ -72,6 +73,10 @@ impl<'de, V: Deserialize<'de>, H: PoolHandle> Visitor<'de> for PairsVisitor<V, H
         let map = SecondaryMap::<V, H>::with_handle_type();
         let mut last: Option<u32> = None;
         while let Some((handle, value)) = pairs.next_element::<(Handle, V)>()? {
+            if handle.is_null() {
+                // `insert` would refuse it; a document naming it is malformed.
+                return Err(de::Error::custom("the null handle is no secondary map key"));
+            }
             if let Some(last) = last.filter(|&last| handle.index() <= last) {
                 return Err(de::Error::custom(format_args!(
                     "secondary map entries out of slot index order: index {} after index {last}",
@@ -79,7 +84,8 @@ impl<'de, V: Deserialize<'de>, H: PoolHandle> Visitor<'de> for PairsVisitor<V, H
                 )));
             }
             last = Some(handle.index());
-            // A fresh index: the insert is never refused.
+            // A fresh index and not the null handle: the insert is never
+            // refused.
             map.raw.insert(handle, value);
         }
         Ok(map)

@@ -128,6 +128,23 @@ fn an_insert_of_an_older_generation_is_refused_and_its_value_dropped() {
 }
 
 #[test]
+fn the_null_handle_is_refused_and_never_resolves() {
+    let alive = Alive::new();
+    let map = SecondaryMap::new();
+    let (bytes, stored) = allocated_by(|| map.insert(Handle::null(), alive.value()));
+    assert!(!stored, "an insert for the null handle is refused");
+    assert_eq!(bytes, 0, "a refused null insert grows nothing");
+    assert_eq!(alive.count(), 0, "its value was dropped");
+    assert!(!map.contains(Handle::null()));
+    assert!(map.get_cloned(Handle::null()).is_none());
+    assert!(!map.remove(Handle::null()));
+    assert_eq!(map.len(), 0);
+    // The highest real index still takes a value.
+    assert!(map.insert(handle(MAX_INDEX, 1), alive.value()));
+    assert!(!map.contains(Handle::null()));
+}
+
+#[test]
 fn an_insert_of_a_newer_generation_replaces_and_a_stale_handle_stops_resolving() {
     let map = SecondaryMap::new();
     assert!(map.insert(handle(9, 1), "one"));

@@ -122,6 +122,10 @@ fn malformed_documents_are_rejected_with_the_problem_named() {
     );
     rejects(r#"[[0,1]]"#, "not a valid handle");
     rejects(r#"[[18446744073709551615,1]]"#, "not a valid handle");
+    rejects(
+        &format!("[[{},1]]", Handle::null().to_bits()),
+        "the null handle is no secondary map key",
+    );
     rejects(r#"[[4294967303]]"#, "invalid length");
     rejects(r#"{"slots":[]}"#, "a sequence of (handle, value) pairs");
 }
