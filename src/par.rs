@@ -159,12 +159,15 @@ impl<T, H: PoolHandle> HandlePool<T, H> {
     }
 }
 
-/// A raw cursor over a range of slots that splits in two.
-trait Cursor: Iterator<Item = (Handle, Self::Value)> + Send + Sized {
+/// A raw cursor over a range of slots (a pool's, or a secondary map's
+/// entries) that splits in two: what [`bridge`] hands to rayon.
+pub(crate) trait Cursor: Iterator<Item = (Handle, Self::Value)> + Send + Sized {
     type Value: Send;
     /// Whether the values are borrowed under the caller's guard (see
     /// `Producer::fold_with`).
     const GUARDED: bool = false;
+    /// The upper part of the range, cut off this cursor, if there is one
+    /// worth a thread.
     fn split_off(&mut self) -> Option<Self>;
 }
 
@@ -209,11 +212,12 @@ impl<C: Cursor, H: PoolHandle + Send> UnindexedProducer for Producer<C, H> {
 
     fn fold_with<F: Folder<Self::Item>>(self, folder: F) -> F {
         // A worker visiting values under the caller's guard announces
-        // itself too, so that the pool knows it is held back here: the
-        // caller's guard (older than this announcement, so nothing more is
-        // held back) lasts until every part is done, and an insert from the
-        // user's closure that waited at the pool's bound for it would wait
-        // out its whole patience (see `RawPool::wait_at_bound`).
+        // itself too, so that the pool (or a secondary map's value pool)
+        // knows it is held back here: the caller's guard (older than this
+        // announcement, so nothing more is held back) lasts until every part
+        // is done, and an insert from the user's closure that waited at the
+        // pool's bound for it would wait out its whole patience (see
+        // `RawPool::wait_at_bound`).
         let _section = C::GUARDED.then(crate::announce::Announcement::begin);
         // A folder that stops early drops the cursor with the rest of its
         // range; a draining cursor then drops the values left in it.
@@ -224,7 +228,8 @@ impl<C: Cursor, H: PoolHandle + Send> UnindexedProducer for Producer<C, H> {
     }
 }
 
-fn bridge<C, H, R>(cursor: C, consumer: R) -> R::Result
+/// Drives `consumer` over `cursor`'s items, typing their handles as `H`.
+pub(crate) fn bridge<C, H, R>(cursor: C, consumer: R) -> R::Result
 where
     C: Cursor,
     H: PoolHandle + Send,

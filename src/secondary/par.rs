@@ -4,10 +4,11 @@
 
 use core::marker::PhantomData;
 
-use rayon::iter::plumbing::{bridge_unindexed, Folder, UnindexedConsumer, UnindexedProducer};
+use rayon::iter::plumbing::UnindexedConsumer;
 use rayon::iter::ParallelIterator;
 
 use crate::handle::{Handle, PoolHandle};
+use crate::par::{bridge, Cursor};
 use crate::Guard;
 
 use super::iter::Exclusive;
@@ -94,15 +95,6 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     }
 }
 
-/// A cursor over a range of entries that splits in two.
-trait Cursor: Iterator<Item = (Handle, Self::Value)> + Send + Sized {
-    type Value: Send;
-    /// Whether the values are borrowed under the caller's guard (see
-    /// `Producer::fold_with`).
-    const GUARDED: bool;
-    fn split_off(&mut self) -> Option<Self>;
-}
-
 /// The cursor of a `par_iter`: made under the caller's guard, which the
 /// iterator borrows for `'g`.
 struct Shared<'g, V>(Occupied<'g, V>);
@@ -132,49 +124,6 @@ impl<'a, V: Send> Cursor for Exclusive<'a, V> {
     fn split_off(&mut self) -> Option<Self> {
         Exclusive::split_off(self)
     }
-}
-
-/// One part of a parallel iteration, typing the handles of a cursor.
-struct Producer<C, H> {
-    cursor: C,
-    _handle: PhantomData<fn() -> H>,
-}
-
-impl<C: Cursor, H: PoolHandle + Send> UnindexedProducer for Producer<C, H> {
-    type Item = (H, C::Value);
-
-    fn split(mut self) -> (Self, Option<Self>) {
-        let upper = self.cursor.split_off().map(|cursor| Producer {
-            cursor,
-            _handle: PhantomData,
-        });
-        (self, upper)
-    }
-
-    fn fold_with<F: Folder<Self::Item>>(self, folder: F) -> F {
-        // A worker reading under the caller's guard announces itself too,
-        // as the pool's parallel iterators do, so that the map's value pool
-        // knows it is held back here: an insert from the user's closure
-        // must not wait for reclamation that this guard holds back.
-        let _section = C::GUARDED.then(crate::announce::Announcement::begin);
-        folder.consume_iter(
-            self.cursor
-                .map(|(handle, value)| (H::from_handle(handle), value)),
-        )
-    }
-}
-
-fn bridge<C, H, R>(cursor: C, consumer: R) -> R::Result
-where
-    C: Cursor,
-    H: PoolHandle + Send,
-    R: UnindexedConsumer<(H, C::Value)>,
-{
-    let producer: Producer<C, H> = Producer {
-        cursor,
-        _handle: PhantomData,
-    };
-    bridge_unindexed(producer, consumer)
 }
 
 /// Parallel iterator over `(handle, &value)`, from [`SecondaryMap::par_iter`].
