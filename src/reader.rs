@@ -25,7 +25,7 @@ use crate::storage::View;
 /// A reader never misses a value inserted after it was made: a handle past
 /// the storage it saw is looked up in the pool as it is now.
 ///
-/// The reader pins the thread when it is made, as [`pin`](crate::pin)
+/// The reader pins the thread when it is made, as [`pin`]
 /// does, and its references live as long as it does: values removed
 /// meanwhile are not dropped until the reader is dropped or
 /// [`repin`](Self::repin)s, so a long-lived reader should repin between

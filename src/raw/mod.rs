@@ -1,4 +1,4 @@
-//! The raw pool: every slot mechanic, on raw [`Handle`]s, one policy per
+//! The raw pool: every slot mechanic, on raw [`Handle`](crate::Handle)s, one policy per
 //! file, each an `impl<T> RawPool<T>` block:
 //!
 //! | file | decides |

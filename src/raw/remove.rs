@@ -154,8 +154,8 @@ impl<T> RawPool<T> {
         }
     }
 
-    /// [`remove_at`](Self::remove_at) through the magazine `section` holds,
-    /// `home`'s.
+    /// [`remove_slow`](Self::remove_slow)'s removal through the magazine
+    /// `section` holds, `home`'s.
     #[inline(always)]
     pub(super) fn remove_into<'a>(
         &self,

@@ -1,11 +1,18 @@
-#![doc = include_str!("../docs/storage.md")]
+#![doc = include_str!("../../docs/storage.md")]
 
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::region::Region;
 use crate::slot::Slot;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+
+mod flat;
+mod slots;
+mod view;
+
+use flat::FlatRegion;
+pub(crate) use slots::Slots;
+pub(crate) use view::{FindSlot, View};
 
 /// The most address space a pool's flat region reserves. Reserving costs no
 /// memory, but the address space of a process is finite (2^47 bytes on
@@ -102,101 +109,6 @@ pub(crate) struct Storage<T> {
     /// auto traits (and those of everything that borrows it, such as the
     /// iterators) must follow `T`'s, not those of the atomic pointers.
     _owns: PhantomData<T>,
-}
-
-/// A pool's flat region, as decided when it first needed one: the slots
-/// of indices `FLAT_START..FLAT_START + reserved`, or none (`reserved` 0).
-struct FlatRegion<T> {
-    /// The reserved address space, unmapped when this drops. `None` under
-    /// loom (a heap slice instead), and where there is no region.
-    region: Option<Region>,
-    /// The region's first slot (under loom, the first of a leaked heap
-    /// slice of `reserved` slots; dangling where there is no region).
-    slots: *mut Slot<T>,
-    /// How many slots the region holds.
-    reserved: usize,
-    /// Bytes of the region mapped readable and writable, a whole number of
-    /// pages, at least the storage's `flat_committed` slots' worth. Only
-    /// grows. (0 under loom, where nothing is mapped.)
-    mapped: AtomicUsize,
-}
-
-impl<T> FlatRegion<T> {
-    /// No region: every slot lives in buckets.
-    fn none() -> Self {
-        FlatRegion {
-            region: None,
-            slots: ptr::NonNull::dangling().as_ptr(),
-            reserved: 0,
-            mapped: AtomicUsize::new(0),
-        }
-    }
-
-    /// The region of a storage whose first level holds `first` slots, for
-    /// at most `flat_slots` slots of the `max_slots` it may hand out: as
-    /// many as [`Storage::flat_len`] says fit what the process may reserve
-    /// now (see `Region::allowance`), or none if the system refuses.
-    fn reserve(first: u64, flat_slots: u32, max_slots: u32) -> Self {
-        let size = core::mem::size_of::<Slot<T>>();
-        if cfg!(all(test, handle_pool_loom)) {
-            let reserved = Storage::<T>::flat_len(first, flat_slots, max_slots, FLAT_BYTES);
-            // Under loom the flat region is a heap slice of slots
-            // constructed when it is installed (loom's atomics cannot live
-            // in zeroed pages, and loom cannot model a mapping): the models
-            // run lookups, inserts and removals through the flat region, as
-            // every 64-bit Unix pool does, with its installation and its
-            // count's publication but not its `mprotect`. Every slot is a
-            // few loom atomics: models ask for a handful.
-            assert!(
-                reserved <= 64,
-                "a loom model's flat region should be tiny (Config::flat_slots)"
-            );
-            if reserved == 0 {
-                return Self::none();
-            }
-            let slots = Box::into_raw(new_slots::<T>(reserved)).cast::<Slot<T>>();
-            return FlatRegion {
-                region: None,
-                slots,
-                reserved,
-                mapped: AtomicUsize::new(0),
-            };
-        }
-        let allowed = Region::allowance(FLAT_BYTES);
-        let reserved = Storage::<T>::flat_len(first, flat_slots, max_slots, allowed);
-        if reserved == 0 {
-            return Self::none();
-        }
-        // The first page is mapped now, so that a region exists only if the
-        // system lets it be used: later commits extend the mapped part of
-        // the same mapping (no new mapping to count against the process's
-        // limit), and a refusal here just means buckets.
-        let region = Region::reserve(reserved * size, core::mem::align_of::<Slot<T>>())
-            .filter(|region| region.commit(region.page()));
-        match region {
-            Some(region) => FlatRegion {
-                slots: region.base().cast::<Slot<T>>(),
-                mapped: AtomicUsize::new(region.page()),
-                region: Some(region),
-                reserved,
-            },
-            None => Self::none(),
-        }
-    }
-}
-
-impl<T> Drop for FlatRegion<T> {
-    fn drop(&mut self) {
-        if cfg!(all(test, handle_pool_loom)) && self.reserved > 0 {
-            let slots = ptr::slice_from_raw_parts_mut(self.slots, self.reserved);
-            // SAFETY: under loom, `slots` came from `Box::into_raw` of
-            // `reserved` slots in `reserve`, and the storage that owned this
-            // region is being dropped (or lost the race to install it, and
-            // never shared it). Slots never drop their value cells.
-            drop(unsafe { Box::from_raw(slots) });
-        }
-        // Elsewhere the region, if any, unmaps itself.
-    }
 }
 
 /// Where an index lives.
@@ -684,78 +596,6 @@ impl<T> Storage<T> {
     }
 }
 
-/// The storage with the flat region's committed count as it was when the
-/// view was made ([`Storage::view`]). Indices below that count are found
-/// with an add; the others are looked up in the storage as it is now, so a
-/// view never misses a slot committed after it was made. Not `Send` or
-/// `Sync` (it holds a raw pointer): it lives in one thread's loop.
-pub(crate) struct View<'a, T> {
-    storage: &'a Storage<T>,
-    /// The flat region's first slot: `Storage::flat`.
-    flat: *const Slot<T>,
-    /// Slots of the flat region committed when the view was made.
-    committed: usize,
-}
-
-impl<T> Clone for View<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for View<'_, T> {}
-
-impl<'a, T> View<'a, T> {
-    /// The slot at `index` if the flat region held it (committed) when the
-    /// view was made.
-    #[inline(always)]
-    fn flat_slot(&self, index: u32) -> Option<&'a Slot<T>> {
-        let offset = Storage::<T>::flat_offset(index);
-        if offset >= self.committed {
-            return None;
-        }
-        // SAFETY: `offset` is below the count `Storage::view` read (Acquire,
-        // pairing with `commit_flat`'s Release), so `flat` (read after it)
-        // is the region's first slot and `flat + offset` a slot of the
-        // region, committed (readable and writable) and initialised (fresh
-        // pages are zero, the word `FREE(0, 0)`, as in `new_slots`; under
-        // loom, constructed with the region) before that count was
-        // published. The count only grows and the region is unmapped only
-        // when the storage is dropped, which the view's borrow `'a`
-        // outlives: the slot stays valid for `'a`.
-        Some(unsafe { &*self.flat.add(offset) })
-    }
-}
-
-/// Where a lookup finds the slot of an index: the storage as it is now
-/// (`&Storage`), or a [`View`] of it made earlier. Either borrows the
-/// storage for `'a`, so the slots it finds live that long.
-pub(crate) trait FindSlot<'a, T: 'a> {
-    /// `found` of the slot at `index`, or `missing` if it has none.
-    fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R;
-}
-
-impl<'a, T> FindSlot<'a, T> for &'a Storage<T> {
-    #[inline(always)]
-    fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R {
-        Storage::find_or(self, index, found, missing)
-    }
-}
-
-impl<'a, T> FindSlot<'a, T> for View<'a, T> {
-    /// The slot through the view, else through the storage as it is now.
-    #[inline(always)]
-    fn find_or<R>(self, index: u32, found: impl FnOnce(&'a Slot<T>) -> R, missing: R) -> R {
-        if let Some(slot) = self.flat_slot(index) {
-            return found(slot);
-        }
-        // The flat region may have grown since the view was made, and a
-        // bucket the region covers is never allocated: look again in
-        // the storage as it is now, whose count may hold the index.
-        self.storage.find_or(index, found, missing)
-    }
-}
-
 /// `len` fresh slots, each `FREE(0, 0)`.
 ///
 /// With std atomics an all-zero slot is exactly that state, so a zeroed
@@ -786,103 +626,6 @@ fn new_slots<T>(len: usize) -> Box<[Slot<T>]> {
     (0..len).map(|_| Slot::new()).collect()
 }
 
-/// Iterates over allocated slots in index order, skipping unallocated buckets.
-pub(crate) struct Slots<'a, T> {
-    storage: &'a Storage<T>,
-    next: u64,
-    end: u64,
-}
-
-impl<T> Slots<'_, T> {
-    /// How many indices are left to visit: an upper bound on the slots
-    /// still to come (those in unallocated buckets are skipped).
-    #[inline]
-    pub(crate) fn indices_left(&self) -> u64 {
-        self.end.saturating_sub(self.next)
-    }
-
-    #[cfg(feature = "rayon")]
-    /// Splits the indices left in two and returns the upper part, keeping
-    /// the lower; `None` if fewer than two are left.
-    ///
-    /// The cut is the middle of the range, moved to the nearest bucket
-    /// boundary when that is within a quarter of the range from the middle,
-    /// so that large ranges split into whole buckets and each part walks
-    /// its own bucket pointers.
-    pub(crate) fn split_off(&mut self) -> Option<Self> {
-        let len = self.indices_left();
-        if len < 2 {
-            return None;
-        }
-        let middle = self.next + len / 2;
-        // `middle < end <= 2^32`, so it is an index.
-        let at = self.storage.locate(middle as u32);
-        let bucket_start = middle - at.offset as u64;
-        let bucket_end = bucket_start + Storage::<T>::bucket_len(at.bucket) as u64;
-        let slack = len / 4;
-        let cut = if bucket_start > self.next && middle - bucket_start <= slack {
-            bucket_start
-        } else if bucket_end < self.end && bucket_end - middle <= slack {
-            bucket_end
-        } else {
-            middle
-        };
-        let upper = Slots {
-            storage: self.storage,
-            next: cut,
-            end: self.end,
-        };
-        self.end = cut;
-        Some(upper)
-    }
-}
-
-impl<'a, T> Iterator for Slots<'a, T> {
-    type Item = (u32, &'a Slot<T>);
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        while self.next < self.end {
-            let index = self.next as u32;
-            match self.storage.find(index) {
-                Some(slot) => {
-                    self.next += 1;
-                    return Some((index, slot));
-                }
-                None => {
-                    // Buckets can be allocated out of order: skip the hole.
-                    let at = self.storage.locate(index);
-                    self.next += (Storage::<T>::bucket_len(at.bucket) - at.offset) as u64;
-                }
-            }
-        }
-        None
-    }
-}
-
-impl<T> DoubleEndedIterator for Slots<'_, T> {
-    /// The last allocated slot left, skipping unallocated buckets as
-    /// `next` does, from the top.
-    #[inline]
-    fn next_back(&mut self) -> Option<Self::Item> {
-        while self.next < self.end {
-            let index = (self.end - 1) as u32;
-            match self.storage.find(index) {
-                Some(slot) => {
-                    self.end -= 1;
-                    return Some((index, slot));
-                }
-                None => {
-                    // Skip the hole down to its bucket's first index.
-                    let at = self.storage.locate(index);
-                    self.end = (self.end - 1 - at.offset as u64).max(self.next);
-                }
-            }
-        }
-        None
-    }
-}
-
 impl<T> Drop for Storage<T> {
     fn drop(&mut self) {
         // Relaxed: `&mut self`, no other thread uses the storage now.
@@ -905,5 +648,5 @@ impl<T> Drop for Storage<T> {
 }
 
 #[cfg(all(test, not(handle_pool_loom)))]
-#[path = "unit_tests/storage.rs"]
+#[path = "../unit_tests/storage.rs"]
 mod tests;
