@@ -331,10 +331,18 @@ impl<V> Table<V> {
         missing: R,
     ) -> R {
         #[cfg(not(all(test, handle_pool_loom)))]
-        if index < Self::DENSE {
-            return self
-                .dense
-                .find_or(index, |slot| found(entry(slot)), missing);
+        {
+            // The flat region first: it holds indices below `DENSE` alone
+            // (the dense storage hands out no more), so a hit there, the
+            // common lookup, needs no test against `DENSE`.
+            if let Some(slot) = self.dense.flat_slot(index) {
+                return found(entry(slot));
+            }
+            if index < Self::DENSE {
+                return self
+                    .dense
+                    .find_in_buckets(index, |slot| found(entry(slot)), missing);
+            }
         }
         match self.leaf(index) {
             Some(leaf) => found(entry(&leaf.entries[leaf_field(index)])),

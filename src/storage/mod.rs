@@ -357,7 +357,7 @@ impl<T> Storage<T> {
 
     /// `find_or` for an index the flat region does not hold (yet).
     #[inline(always)]
-    fn find_in_buckets<'a, R>(
+    pub(crate) fn find_in_buckets<'a, R>(
         &'a self,
         index: u32,
         found: impl FnOnce(&'a Slot<T>) -> R,

@@ -11,10 +11,15 @@
 //! (`HandlePool::get` with one `handle_pool::pin()` guard per round),
 //! `hp_contains`, `hp_reader_get` and `hp_reader_contains` (through one
 //! `pool.reader()` per round), `hp_cloned` (`get_cloned`, pins per call) or `hp_with`
-//! (`with(h, |v| *v)`, pins per call). It builds a table of `entries`
+//! (`with(h, |v| *v)`, pins per call); for components kept beside a pool,
+//! `slotmap_secondary` (`slotmap::SecondaryMap<DefaultKey, u64>::get`, keyed
+//! by a `SlotMap`'s keys), `hp_secondary_get` (`SecondaryMap::get`, one guard
+//! per round) and `hp_secondary_contains`. It builds a table of `entries`
 //! (default 100000) `u64` values, then does `rounds` (default 10) rounds of
 //! lookups over all the keys, in an order shuffled with a fixed seed, and
-//! prints nothing but the sum of what the lookups returned.
+//! prints the sum of what the lookups returned; on stderr, the rounds' wall
+//! time per lookup (for interleaved timing runs, alternating contenders:
+//! a loaded host slows them alike).
 //!
 //! Instructions per lookup: the whole run minus a setup-only run (0 rounds),
 //! divided by `rounds × entries`:
@@ -34,7 +39,7 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use handle_pool::{Handle, HandlePool};
+use handle_pool::{Handle, HandlePool, SecondaryMap};
 use slotmap::{DefaultKey, SlotMap};
 
 type CsMap = concurrent_slotmap::SlotMap<concurrent_slotmap::SlotId, u64>;
@@ -43,7 +48,7 @@ type CsKey = concurrent_slotmap::SlotId;
 /// Seed of the shuffled key order.
 const SEED: u64 = 0x5eed_1007_c0de;
 
-const WHICH: [&str; 9] = [
+const WHICH: [&str; 12] = [
     "slotmap",
     "cs_guard",
     "cs_pin",
@@ -53,7 +58,32 @@ const WHICH: [&str; 9] = [
     "hp_reader_contains",
     "hp_cloned",
     "hp_with",
+    "slotmap_secondary",
+    "hp_secondary_get",
+    "hp_secondary_contains",
 ];
+
+/// Prints the wall time per lookup of the rounds on stderr when dropped.
+struct Timer {
+    start: std::time::Instant,
+    lookups: usize,
+}
+
+impl Timer {
+    fn start(lookups: usize) -> Self {
+        Timer {
+            start: std::time::Instant::now(),
+            lookups,
+        }
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        let ns = self.start.elapsed().as_nanos() as f64 / self.lookups.max(1) as f64;
+        eprintln!("{ns:.2} ns/lookup");
+    }
+}
 
 /// `keys` shuffled with [`SEED`].
 fn shuffled<K>(mut keys: Vec<K>) -> Vec<K> {
@@ -70,6 +100,7 @@ fn rounds<K: Copy, G>(
     mut pin: impl FnMut() -> G,
     mut lookup: impl FnMut(&G, K) -> u64,
 ) -> u64 {
+    let _timer = Timer::start(keys.len() * rounds);
     let mut sum = 0u64;
     for _ in 0..rounds {
         let guard = pin();
@@ -85,6 +116,7 @@ fn rounds<K: Copy, G>(
 /// `get`'s values, or `contains`' hits.
 #[inline(never)]
 fn reader_rounds(pool: &HandlePool<u64>, keys: &[Handle], rounds: usize, contains: bool) -> u64 {
+    let _timer = Timer::start(keys.len() * rounds);
     let mut sum = 0u64;
     for _ in 0..rounds {
         let reader = pool.reader();
@@ -131,6 +163,32 @@ fn run(which: &str, entries: usize, n: usize) -> u64 {
                     || (),
                     |_, k| map.get(k, &map.pin()).map_or(0, |&v| v),
                 )
+            }
+        }
+        "slotmap_secondary" => {
+            let mut primary = SlotMap::with_capacity(entries);
+            let keys: Vec<DefaultKey> = (0..entries).map(|_| primary.insert(())).collect();
+            let mut map = slotmap::SecondaryMap::with_capacity(entries);
+            for (v, &k) in keys.iter().enumerate() {
+                map.insert(k, v as u64);
+            }
+            let keys = shuffled(keys);
+            rounds(&keys, n, || (), |_, k| map.get(k).map_or(0, |&v| v))
+        }
+        "hp_secondary_get" | "hp_secondary_contains" => {
+            let primary: HandlePool<()> = HandlePool::new();
+            let keys: Vec<Handle> = (0..entries).map(|_| primary.insert(())).collect();
+            let map = SecondaryMap::with_capacity(entries);
+            for (v, &k) in keys.iter().enumerate() {
+                map.insert(k, v as u64);
+            }
+            let keys = shuffled(keys);
+            if which == "hp_secondary_get" {
+                rounds(&keys, n, handle_pool::pin, |g: &handle_pool::Guard, k| {
+                    map.get(k, g).map_or(0, |&v| v)
+                })
+            } else {
+                rounds(&keys, n, || (), |_, k| u64::from(map.contains(k)))
             }
         }
         _ => {
