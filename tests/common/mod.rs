@@ -1,7 +1,8 @@
 //! Tools the integration tests share: values that count their drops, the
 //! small pool configurations, one deterministic generator, a thread that
 //! holds reclamation back with a guard, the operation strategy of the model
-//! tests, and a panic hook that keeps expected panics quiet.
+//! tests, a panic hook that keeps expected panics quiet, and thread
+//! plumbing (a scope, a start line, a lock) that ThreadSanitizer can see.
 //! Each test binary (`tests/<binary>.rs`) includes this once with
 //! `mod common;`; its modules (`tests/<binary>/<module>.rs`) use it as
 //! `crate::common`.
@@ -10,9 +11,11 @@
 #![allow(dead_code)]
 
 use std::any::Any;
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
 use std::panic;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc, Mutex, Once, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Once};
 use std::thread;
 
 use handle_pool::{pin, Config, Handle, HandlePool};
@@ -434,19 +437,16 @@ pub fn pick<T: Copy>(list: &[T], i: usize) -> Option<T> {
 /// Churn: each of `threads` threads does `pairs` insert→remove pairs,
 /// keeping a window of `window` live values (with `check`, each read back
 /// with `get_cloned` before its remove), then removes them all. Returns the
-/// pool's capacity and slots used afterwards. The threads are joined one by
-/// one (not only by the scope's end), which ThreadSanitizer can see.
+/// pool's capacity and slots used afterwards.
 pub fn churn(threads: usize, pairs: usize, window: usize, check: bool) -> (usize, usize) {
     let pool: HandlePool<u64> = HandlePool::new();
-    std::thread::scope(|s| {
+    scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 let pool = &pool;
                 s.spawn(move || churn_on(pool, (t * pairs) as u64, pairs, window, check))
             })
             .collect();
-        // Joined one by one: the scope's own wait synchronises inside
-        // uninstrumented std, where ThreadSanitizer cannot see it.
         for worker in workers {
             worker.join().unwrap();
         }
@@ -480,7 +480,9 @@ pub fn churn_on(pool: &HandlePool<u64>, first: u64, pairs: usize, window: usize,
 
 /// The messages of the panics kept quiet now, one entry per live
 /// [`QuietPanics`].
-static QUIET: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+/// (A [`Lock`], not an std `Mutex`: the hook reads it on whichever thread
+/// panics, and ThreadSanitizer sees only the former's synchronisation.)
+static QUIET: Lock<Vec<&'static str>> = Lock::new(Vec::new());
 
 /// Keeps quiet, until the returned value is dropped, every panic whose
 /// message is exactly `marker`, on any thread: for panics a passing test
@@ -504,10 +506,7 @@ pub fn quiet_panics(marker: &'static str) -> QuietPanics {
             }
         }));
     });
-    QUIET
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(marker);
+    QUIET.lock().push(marker);
     QuietPanics { marker }
 }
 
@@ -517,12 +516,7 @@ fn is_quiet(payload: &(dyn Any + Send)) -> bool {
         Some(message) => Some(*message),
         None => payload.downcast_ref::<String>().map(String::as_str),
     };
-    message.is_some_and(|message| {
-        QUIET
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&message)
-    })
+    message.is_some_and(|message| QUIET.lock().contains(&message))
 }
 
 /// Keeps the panics with its marker quiet while it lives (see
@@ -534,9 +528,278 @@ pub struct QuietPanics {
 
 impl Drop for QuietPanics {
     fn drop(&mut self) {
-        let mut quiet = QUIET.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut quiet = QUIET.lock();
         if let Some(at) = quiet.iter().position(|&m| m == self.marker) {
             quiet.swap_remove(at);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Thread plumbing that ThreadSanitizer can see.
+//
+// The sanitizer pass links std uninstrumented (the stable toolchain has no
+// rust-src to rebuild it with), so ThreadSanitizer sees none of the
+// synchronisation std does in its own compiled code: not the end of
+// `std::thread::scope` (a count of running threads and a park), nor
+// `std::sync::Barrier`, nor `std::sync::Mutex` (futex words). A test whose
+// threads hand data over through those is reported as racing on that data,
+// though it does not. What follows is the same plumbing built on atomics
+// compiled in the test crate itself, which the sanitizer instruments: what
+// a test does through these is synchronised in ThreadSanitizer's eyes too.
+// (A `JoinHandle::join`, std's or a scope's, is fine as it is: it ends in
+// `pthread_join`, which ThreadSanitizer intercepts.)
+
+/// The threads of one [`scope`] that have ended, for the scope's end to
+/// acquire.
+#[derive(Default)]
+struct Ends {
+    spawned: AtomicUsize,
+    ended: AtomicUsize,
+}
+
+/// Like [`std::thread::scope`], and the end of the scope is visible to
+/// ThreadSanitizer: each thread's last act is a `Release` on a count that
+/// the scope's end (and each [`ScopedJoinHandle::join`]) reads with
+/// `Acquire`, so everything a thread did happens before what follows the
+/// scope, for the sanitizer as for the language.
+pub fn scope<'env, F, T>(f: F) -> T
+where
+    F: for<'scope> FnOnce(&Scope<'scope, 'env>) -> T,
+{
+    let ends = Arc::new(Ends::default());
+    let result = thread::scope(|s| {
+        f(&Scope {
+            inner: s,
+            ends: Arc::clone(&ends),
+        })
+    });
+    // Every spawned thread has ended by now (std's scope waited for them);
+    // this load is the join ThreadSanitizer sees.
+    let ended = ends.ended.load(Ordering::Acquire);
+    assert_eq!(
+        ended,
+        ends.spawned.load(Ordering::Relaxed),
+        "a scoped thread outlived its scope"
+    );
+    result
+}
+
+/// The scope [`scope`] hands its closure: spawns threads that mark their
+/// end for the scope to see.
+pub struct Scope<'scope, 'env: 'scope> {
+    inner: &'scope thread::Scope<'scope, 'env>,
+    ends: Arc<Ends>,
+}
+
+/// Marks its thread's end when dropped: after the thread's closure (and
+/// what it captured) is gone, also when it unwinds.
+struct Ending(Arc<Ends>);
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        self.0.ended.fetch_add(1, Ordering::Release);
+    }
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Like [`std::thread::Scope::spawn`].
+    pub fn spawn<F, T>(&self, f: F) -> ScopedJoinHandle<'scope, T>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        self.ends.spawned.fetch_add(1, Ordering::Relaxed);
+        let ending = Ending(Arc::clone(&self.ends));
+        let inner = self.inner.spawn(move || {
+            let _ending = ending;
+            f()
+        });
+        ScopedJoinHandle {
+            inner,
+            ends: Arc::clone(&self.ends),
+        }
+    }
+}
+
+/// Like [`std::thread::ScopedJoinHandle`].
+pub struct ScopedJoinHandle<'scope, T> {
+    inner: thread::ScopedJoinHandle<'scope, T>,
+    ends: Arc<Ends>,
+}
+
+impl<T> ScopedJoinHandle<'_, T> {
+    /// Waits for the thread to end and returns its result, as std's `join`.
+    pub fn join(self) -> thread::Result<T> {
+        let result = self.inner.join();
+        // `pthread_join` already told ThreadSanitizer; this says it again
+        // in the terms of the scope's count.
+        self.ends.ended.load(Ordering::Acquire);
+        result
+    }
+
+    /// Whether the thread's closure has returned, as std's `is_finished`.
+    pub fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+}
+
+/// A start line for a fixed number of threads, like [`std::sync::Barrier`]
+/// (and reusable as it is), on atomics: whatever any thread did before
+/// [`wait`](StartLine::wait) happens before what every thread does after
+/// it. Waiters spin with `yield_now`, since the test machine may have
+/// fewer cores than threads.
+pub struct StartLine {
+    parties: usize,
+    arrived: AtomicUsize,
+    round: AtomicUsize,
+}
+
+impl StartLine {
+    pub fn new(parties: usize) -> Self {
+        assert!(parties > 0);
+        StartLine {
+            parties,
+            arrived: AtomicUsize::new(0),
+            round: AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits until all `parties` threads have arrived. Returns `true` on
+    /// the thread that arrived last (as std's `is_leader`).
+    pub fn wait(&self) -> bool {
+        let round = self.round.load(Ordering::Acquire);
+        // AcqRel: each arrival releases what its thread did before, and the
+        // last one acquires all of it (the arrivals are one chain of
+        // read-modify-writes) ...
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
+            // ... which it hands on to every waiter. Nobody arrives for the
+            // next round before seeing this one's end, so the count is
+            // reset before it.
+            self.arrived.store(0, Ordering::Relaxed);
+            self.round.fetch_add(1, Ordering::Release);
+            true
+        } else {
+            while self.round.load(Ordering::Acquire) == round {
+                thread::yield_now();
+            }
+            false
+        }
+    }
+}
+
+/// A lock like [`std::sync::Mutex`] (without poisoning), spinning on an
+/// atomic flag with `yield_now`: taking it is an `Acquire`, releasing it a
+/// `Release`, both visible to ThreadSanitizer. For handing data between a
+/// test's threads, not for long waits.
+#[derive(Default)]
+pub struct Lock<T> {
+    locked: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a `LockGuard`, and at most one
+// guard lives at a time (the flag is taken with a compare-exchange), so
+// sharing the lock hands the value to one thread at a time, as a `Mutex`
+// does: `T: Send` suffices.
+unsafe impl<T: Send> Sync for Lock<T> {}
+
+impl<T> Lock<T> {
+    pub const fn new(value: T) -> Self {
+        Lock {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Waits for the lock and takes it until the guard is dropped.
+    pub fn lock(&self) -> LockGuard<'_, T> {
+        loop {
+            if let Some(guard) = self.try_lock() {
+                return guard;
+            }
+            thread::yield_now();
+        }
+    }
+
+    /// Takes the lock if it is free.
+    pub fn try_lock(&self) -> Option<LockGuard<'_, T>> {
+        self.locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then(|| LockGuard { lock: self })
+    }
+
+    pub fn into_inner(self) -> T {
+        self.value.into_inner()
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Lock<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.try_lock() {
+            Some(value) => f.debug_tuple("Lock").field(&*value).finish(),
+            None => f.write_str("Lock(<locked>)"),
+        }
+    }
+}
+
+/// The taken [`Lock`]: its value, until dropped.
+pub struct LockGuard<'a, T> {
+    lock: &'a Lock<T>,
+}
+
+impl<T> Deref for LockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock, so no other reference to the
+        // value exists while it lives.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> DerefMut for LockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference
+        // through this guard.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+impl<T> Drop for LockGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lock.locked.store(false, Ordering::Release);
+    }
+}
+
+/// Runs `f` on a worker thread of rayon's global pool, waits for it, and
+/// returns what it returned (or resumes its panic here).
+///
+/// For tests of parallel iteration, so that ThreadSanitizer sees how the
+/// work comes back: called from a thread outside the pool, rayon hands the
+/// work to a worker and waits for it on a `LockLatch` (an std `Mutex` and
+/// `Condvar`, whose synchronisation the sanitizer cannot see), so whatever
+/// the workers produced (collected vectors, the job's result) would be
+/// reported as racing with the caller's reads. On a worker, rayon's joins
+/// wait on atomic latches in rayon's own code, which the sanitizer pass
+/// compiles instrumented, and the work gets here through a [`Lock`].
+pub fn on_rayon_worker<R, F>(f: F) -> R
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let outcome: Arc<Lock<Option<thread::Result<R>>>> = Arc::default();
+    let on_worker = Arc::clone(&outcome);
+    rayon::spawn(move || {
+        let result = panic::catch_unwind(panic::AssertUnwindSafe(f));
+        *on_worker.lock() = Some(result);
+    });
+    loop {
+        let result = outcome.lock().take();
+        match result {
+            Some(Ok(value)) => return value,
+            Some(Err(payload)) => panic::resume_unwind(payload),
+            None => thread::sleep(std::time::Duration::from_micros(100)),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::thread;
 
 use handle_pool::{pin, DensePool, Handle};
 
-use crate::common::Rng;
+use crate::common::{self, Rng};
 use crate::serial;
 
 /// A value that knows its handle, with a check word a torn or overwritten
@@ -61,7 +61,7 @@ fn dense_workers_insert_look_up_and_remove_while_others_iterate_under_guards() {
     let working = AtomicUsize::new(WORKERS as usize);
     type Pass = (u64, Vec<Handle>);
     let (live, removed, passes): (Vec<Handle>, HashMap<Handle, u64>, Vec<Pass>) =
-        thread::scope(|s| {
+        common::scope(|s| {
             let iterators: Vec<_> = (0..2)
                 .map(|_| {
                     s.spawn(|| {
@@ -164,7 +164,7 @@ fn dense_racing_removes_of_one_handle_exactly_one_wins() {
     for round in 0..2_000 {
         let h = pool.insert(Arc::clone(&value));
         let arrived = AtomicUsize::new(0);
-        let wins: usize = thread::scope(|s| {
+        let wins: usize = common::scope(|s| {
             let racers: Vec<_> = (0..2)
                 .map(|_| {
                     s.spawn(|| {
@@ -192,7 +192,7 @@ fn dense_references_held_across_removals_and_flushes_stay_valid() {
     let handles: Vec<Handle> = values.iter().map(|v| pool.insert(Arc::clone(v))).collect();
     let pinned = AtomicBool::new(false);
     let removed = AtomicBool::new(false);
-    thread::scope(|s| {
+    common::scope(|s| {
         s.spawn(|| {
             let guard = pin();
             let held: Vec<&Arc<u64>> = handles

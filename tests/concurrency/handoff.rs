@@ -8,11 +8,11 @@
 //! its spinning threads would otherwise run on top of theirs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Handle, HandlePool};
 
+use crate::common;
 use crate::serial;
 
 /// A value whose halves must agree: a reader that sees only part of a
@@ -34,7 +34,7 @@ fn handoff(consumers: usize, run_for: Duration) {
     let pool: HandlePool<Payload> = HandlePool::new();
     let mailbox = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let (received, sent) = thread::scope(|s| {
+    let (received, sent) = common::scope(|s| {
         let readers: Vec<_> = (0..consumers)
             .map(|_| {
                 s.spawn(|| {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Config, Handle, HandlePool, SecondaryMap};
 
-use crate::common::{Alive, Counted, Rng};
+use crate::common::{self, Alive, Counted, Rng};
 use crate::serial;
 
 /// A component: the handle bits of the entity it was attached to, an
@@ -88,7 +88,7 @@ fn churn(threads: usize, run_for: Duration) {
     let board = Board::new(256);
     let reads_found = AtomicUsize::new(0);
     let deadline = Instant::now() + run_for;
-    thread::scope(|s| {
+    common::scope(|s| {
         for t in 0..threads {
             let (entities, components, board, alive, reads_found) =
                 (&entities, &components, &board, &alive, &reads_found);
@@ -255,7 +255,7 @@ fn a_reference_outlives_the_replacement_of_its_entry() {
     map.insert(h(1), Component::new(h(1), 0, &alive));
     let generation = AtomicU64::new(1);
     let deadline = Instant::now() + Duration::from_millis(300);
-    thread::scope(|s| {
+    common::scope(|s| {
         s.spawn(|| {
             let mut n = 0;
             while Instant::now() < deadline {

@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Barrier, Mutex};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Config, Handle, HandlePool};
 
-use crate::common::{self, Rng};
+use crate::common::{self, Lock, Rng, StartLine};
 use crate::serial;
 
 /// A value tagged with its inserting thread and a per-thread counter. The
@@ -143,7 +143,7 @@ fn worker(pool: &HandlePool<Tag>, thread: usize, deadline: Instant) -> Outcome {
 
 fn ownership_run(pool: HandlePool<Tag>, threads: usize, run_for: Duration) {
     let deadline = Instant::now() + run_for;
-    let outcomes: Vec<Outcome> = thread::scope(|s| {
+    let outcomes: Vec<Outcome> = common::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let pool = &pool;
@@ -232,17 +232,17 @@ fn ownership_long() {
 /// remove per handle succeeds.
 fn double_remove_race(threads: usize, rounds: usize, per_round: usize, config: Config) {
     let pool: HandlePool<Tag> = HandlePool::with_config(config);
-    let batch: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
+    let batch: Lock<Vec<Handle>> = Lock::new(Vec::new());
     let wins: Vec<AtomicUsize> = (0..per_round).map(|_| AtomicUsize::new(0)).collect();
-    let start = Barrier::new(threads + 1);
-    let done = Barrier::new(threads + 1);
-    thread::scope(|s| {
+    let start = StartLine::new(threads + 1);
+    let done = StartLine::new(threads + 1);
+    common::scope(|s| {
         for t in 0..threads {
             let (pool, batch, wins, start, done) = (&pool, &batch, &wins, &start, &done);
             s.spawn(move || {
                 for _ in 0..rounds {
                     start.wait();
-                    let handles = batch.lock().unwrap().clone();
+                    let handles = batch.lock().clone();
                     // Different threads walk the batch in different orders.
                     let order: Vec<usize> = if t % 2 == 0 {
                         (0..handles.len()).collect()
@@ -262,7 +262,7 @@ fn double_remove_race(threads: usize, rounds: usize, per_round: usize, config: C
             let handles: Vec<Handle> = (0..per_round)
                 .map(|i| pool.insert(Tag::new(round, i as u64)))
                 .collect();
-            *batch.lock().unwrap() = handles.clone();
+            *batch.lock() = handles.clone();
             start.wait();
             done.wait();
             for (i, win) in wins.iter().enumerate() {
@@ -326,7 +326,7 @@ fn reader_across_remove(config: Config, rounds: usize) {
     const PATIENCE: Duration = Duration::from_secs(20);
     let pool: HandlePool<Tag> = HandlePool::with_config(config);
     let mut reused_while_pinned = 0;
-    thread::scope(|s| {
+    common::scope(|s| {
         let (to_reader, from_main) = mpsc::channel::<(Handle, u64)>();
         let (resume_reader, resumed) = mpsc::channel::<()>();
         let (to_main, from_reader) = mpsc::channel::<()>();

@@ -5,12 +5,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::thread;
 
 use handle_pool::{pin, HandlePool};
 
-use crate::common::{quiet_panics, with_batch, Log, Tracked};
+use crate::common::{self, quiet_panics, with_batch, Log, StartLine, Tracked};
 use crate::flush_until;
 
 #[test]
@@ -92,8 +92,8 @@ fn values_handed_over_by_removal_go_to_one_thread_each_and_drop_once() {
         .map(|id| pool.insert(Tracked::new(id, &log)))
         .collect();
     let got = AtomicUsize::new(0);
-    let start = Barrier::new(THREADS);
-    thread::scope(|s| {
+    let start = StartLine::new(THREADS);
+    common::scope(|s| {
         for t in 0..THREADS {
             let (pool, handles, got, start, log) = (&pool, &handles, &got, &start, &log);
             s.spawn(move || {

@@ -6,13 +6,13 @@
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use handle_pool::{pin, Handle, HandlePool};
 
-use crate::common::{predictable, Log, Rng, Tracked};
+use crate::common::{predictable, Log, Rng, StartLine, Tracked};
 
 /// Slot `i` of a pool of `n` slots, half of them removed (the odd ones).
 fn half_removed(n: u32) -> (HandlePool<u32>, Vec<Handle>, Vec<Handle>) {
@@ -270,7 +270,7 @@ fn cloning_while_other_threads_churn_copies_states_the_slots_had() {
         assert!(pool.remove(h));
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let start = Arc::new(Barrier::new(THREADS + 1));
+    let start = Arc::new(StartLine::new(THREADS + 1));
     let churners: Vec<_> = (0..THREADS)
         .map(|t| {
             let (pool, stop, start) = (Arc::clone(&pool), Arc::clone(&stop), Arc::clone(&start));

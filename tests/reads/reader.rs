@@ -224,7 +224,7 @@ fn a_reader_racing_inserts_and_removals() {
         // Joined explicitly: the scope's own wait synchronises inside
         // uninstrumented std, so ThreadSanitizer would not see the threads'
         // reads ordered before the pool's drop.
-        thread::scope(|s| {
+        common::scope(|s| {
             let writer = s.spawn(|| {
                 for (v, bits) in handles.iter().enumerate() {
                     let h = pool.insert(v as u64);

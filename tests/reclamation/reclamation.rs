@@ -137,7 +137,7 @@ fn flush_waits_for_a_one_call_read_on_another_thread() {
     let (inside, is_inside) = mpsc::channel();
     let (removed, was_removed) = mpsc::channel::<()>();
     let pool = &pool;
-    thread::scope(|s| {
+    common::scope(|s| {
         let reader = s.spawn(move || {
             pool.with(h, |value| {
                 inside.send(()).unwrap();
@@ -196,7 +196,7 @@ fn one_call_reads_running_all_along_do_not_stall_reclamation() {
             self.0.store(true, Ordering::Relaxed);
         }
     }
-    thread::scope(|s| {
+    common::scope(|s| {
         let reader = s.spawn(|| {
             // Back to back, so a read is in progress most of the time.
             while !stop.load(Ordering::Relaxed) {
@@ -269,7 +269,7 @@ fn an_idle_threads_partial_batch_is_dropped_by_removals_elsewhere_without_insert
         .collect();
     let (removed_tx, removed_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    thread::scope(|s| {
+    common::scope(|s| {
         let (pool, alive) = (&pool, &alive);
         s.spawn(move || {
             let handles: Vec<_> = (0..63).map(|_| pool.insert(alive.value())).collect();
@@ -307,7 +307,7 @@ fn idle_thread_removes_then_others_churn(removed: usize, one_at_a_time: bool, pa
     let pool: HandlePool<Counted> = HandlePool::new();
     let (removed_tx, removed_rx) = mpsc::channel::<()>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    thread::scope(|s| {
+    common::scope(|s| {
         let (pool, alive) = (&pool, &alive);
         let idle = s.spawn(move || {
             let handles = pool.insert_many(alive.values(removed));
@@ -409,7 +409,7 @@ fn insert_many_at_the_limit_takes_other_stripes_free_slots() {
     let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 4, 2));
     // Each thread joined explicitly: ThreadSanitizer cannot see the scope's
     // own wait.
-    thread::scope(|s| {
+    common::scope(|s| {
         s.spawn(|| {
             let handles = pool.insert_many(0..64);
             assert_eq!(pool.remove_many(&handles[..10]), 10);
@@ -419,7 +419,7 @@ fn insert_many_at_the_limit_takes_other_stripes_free_slots() {
         .join()
         .unwrap();
     });
-    thread::scope(|s| {
+    common::scope(|s| {
         s.spawn(|| {
             let again = pool.insert_many(100..110);
             assert_eq!(again.len(), 10);
@@ -537,7 +537,7 @@ fn an_idle_threads_free_slots_are_used_before_growing() {
     let pool: HandlePool<u64> = HandlePool::new();
     let (freed_tx, freed_rx) = mpsc::channel::<()>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    thread::scope(|s| {
+    common::scope(|s| {
         let pool = &pool;
         let idle = s.spawn(move || {
             let handles = pool.insert_many(0..N);
@@ -580,7 +580,7 @@ fn producer_and_consumer_on_two_threads_stay_within_the_bound() {
     within_bound_in_one_of_three(bound, "with one producer and one consumer", || {
         let pool: HandlePool<u64> = HandlePool::new();
         let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
-        thread::scope(|s| {
+        common::scope(|s| {
             let pool = &pool;
             let consumer = s.spawn(move || {
                 for handle in rx {
@@ -618,7 +618,7 @@ fn churn_past_a_guard_held_briefly_elsewhere_stays_within_the_bound() {
         // How many pinned stretches have begun; `usize::MAX` stops them.
         let stretches = AtomicUsize::new(0);
         let mut pairs = 0u64;
-        thread::scope(|s| {
+        common::scope(|s| {
             let holder = s.spawn(|| {
                 while stretches.load(Ordering::Relaxed) < STRETCHES {
                     let guard = pin();
@@ -693,7 +693,7 @@ fn a_full_pool_takes_the_free_slots_an_idle_thread_holds() {
     let pool: HandlePool<u32> = HandlePool::with_config(limited(64, 64, 2));
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    thread::scope(|s| {
+    common::scope(|s| {
         let pool = &pool;
         let idle = s.spawn(move || {
             let handles: Vec<_> = (0..64).map(|i| pool.insert(i)).collect();
@@ -745,7 +745,7 @@ fn two_churning_threads_keep_to_their_own_slots() {
     let mut runs = Vec::new();
     for _ in 0..ATTEMPTS {
         let pool: HandlePool<u64> = HandlePool::new();
-        let groups: Vec<std::collections::HashSet<u32>> = thread::scope(|s| {
+        let groups: Vec<std::collections::HashSet<u32>> = common::scope(|s| {
             let churn = || {
                 let mut groups = std::collections::HashSet::new();
                 for value in 0..PAIRS {

@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use crate::common;
 use crate::serial;
 
 /// The calling thread's counts of the events that mean waiting.
@@ -61,7 +62,7 @@ fn a_writer_holding_a_guard_never_waits_for_its_own_guard() {
 fn writers_holding_guards_never_wait_for_each_other() {
     let _serial = serial();
     let pool: HandlePool<u64> = HandlePool::new();
-    thread::scope(|s| {
+    common::scope(|s| {
         for _ in 0..4 {
             s.spawn(|| {
                 let before = waits_here();
@@ -97,7 +98,7 @@ fn a_slow_magazine_owner_does_not_keep_its_stripes_free_slots() {
     let (ready, wait_ready) = mpsc::channel();
     let (done, wait_done) = mpsc::channel::<()>();
     let pool = &pool;
-    thread::scope(|s| {
+    common::scope(|s| {
         s.spawn(move || {
             let handles: Vec<_> = (0..FREED as u64).map(|i| pool.insert(i)).collect();
             for handle in handles {
