@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{Alive, Counted};
+use crate::common::{self, Alive, Counted, Lock};
 use crate::serial;
 
 /// How a child process that ran its scenario to the end exits (a child
@@ -103,7 +103,7 @@ fn refuse_membarrier() -> bool {
 /// Removes `count` counted values through a magazine of this pool on a
 /// thread of its own, which then exits: they sit in its partial batch.
 fn remove_on_a_thread_that_exits(pool: &HandlePool<Counted>, count: usize, alive: &Alive) {
-    thread::scope(|s| {
+    common::scope(|s| {
         s.spawn(|| {
             for _ in 0..count {
                 assert!(pool.remove(pool.insert(alive.value())));
@@ -176,7 +176,35 @@ static SIGNALLED_POOL: AtomicPtr<HandlePool<u64>> = AtomicPtr::new(std::ptr::nul
 static IN_HANDLER: AtomicU64 = AtomicU64::new(0);
 static HANDLER_FAILED: AtomicBool = AtomicBool::new(false);
 
+/// Where this thread's `errno` lives.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn errno_location() -> *mut libc::c_int {
+    // SAFETY: no preconditions; the pointer is this thread's.
+    unsafe { libc::__errno_location() }
+}
+
+/// Where this thread's `errno` lives.
+#[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+fn errno_location() -> *mut libc::c_int {
+    // SAFETY: no preconditions; the pointer is this thread's.
+    unsafe { libc::__error() }
+}
+
 extern "C" fn churn_in_handler(_: libc::c_int) {
+    // A handler leaves `errno` as it found it: the code it interrupted may
+    // be between a failing call and its read of `errno`, and the pool's
+    // calls (a yield, a fence) may set it. (ThreadSanitizer reports a
+    // handler that does not: "signal handler spoils errno".)
+    let errno = errno_location();
+    // SAFETY: this thread's `errno`, read and written on this thread.
+    let saved = unsafe { *errno };
+    churn_once();
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+}
+
+/// The handler's work: one insert, read and remove on the signalled pool.
+fn churn_once() {
     let pool = SIGNALLED_POOL.load(Ordering::Acquire);
     if pool.is_null() {
         return;
@@ -195,17 +223,39 @@ extern "C" fn churn_in_handler(_: libc::c_int) {
 /// churns the same pool, often inside its magazine's section: the handler
 /// finds the magazine entered and uses the shared lists, so neither sees
 /// a handle go wrong and nothing is lost. (The pool is not async-signal-
-/// safe in general: sealing a batch allocates. Batches here are too long
-/// to seal inside the handler, so the test allocates nothing there.)
-#[cfg(unix)]
+/// safe in general: sealing a batch allocates, and a handler that
+/// allocates may deadlock in a `malloc` it interrupted. Nothing here
+/// seals a batch in the handler, see below.)
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios",
+    target_os = "freebsd"
+))]
 #[test]
 fn a_signal_handler_using_the_pool_does_not_corrupt_the_interrupted_operation() {
     let _serial = serial();
+    // Batches of 2^20 never fill here, so no removal is reclaimed and each
+    // insert takes a fresh slot. A pool whose slots in use pass 3/4 of what
+    // it promises (4 x live + 1,024) counts as behind on reclamation, and
+    // an insert that finds it behind seals its own partial batch to wait
+    // for, which allocates: under ThreadSanitizer (slow enough to churn
+    // past 768 pairs) that came to pass in the handler ("signal-unsafe
+    // call inside of a signal": malloc from `Reclaimer::seal`, through
+    // `round_behind`). So `LIVE` values stay live throughout, and the
+    // churner stops at `PAIRS` pairs, and the signals with it: the pool is
+    // behind only past 2 x LIVE + 768 pairs, the handler's included (at
+    // most one per 20 us of the 300 ms).
+    const LIVE: u64 = 1 << 17;
+    const PAIRS: u64 = 1 << 17;
     let pool: HandlePool<u64> = HandlePool::with_config(Config {
         batch: 1 << 20,
         ..Config::default()
     });
-    pool.reserve(1 << 16);
+    // Room for every slot the test takes: no growth in the handler either.
+    pool.reserve((LIVE + PAIRS) as usize + (1 << 16));
+    let live = pool.insert_many(0..LIVE);
     SIGNALLED_POOL.store(&pool as *const _ as *mut _, Ordering::Release);
     // SAFETY: installs a handler for SIGUSR2, which nothing else here
     // uses; the handler only touches atomics and the pool.
@@ -219,13 +269,21 @@ fn a_signal_handler_using_the_pool_does_not_corrupt_the_interrupted_operation() 
         );
     }
     let stop = AtomicBool::new(false);
-    let target = std::sync::Mutex::new(None);
-    let churned = thread::scope(|s| {
+    let churned_all = AtomicBool::new(false);
+    let target = Lock::new(None);
+    let churned = common::scope(|s| {
         let churner = s.spawn(|| {
             // SAFETY: `pthread_self` has no preconditions.
-            *target.lock().unwrap() = Some(unsafe { libc::pthread_self() });
+            *target.lock() = Some(unsafe { libc::pthread_self() });
+            // The handler runs on this thread, so its seals count here.
+            let seals = event_counts_here()[Event::Seal as usize];
             let mut pairs = 0u64;
             while !stop.load(Ordering::Relaxed) {
+                if pairs == PAIRS {
+                    churned_all.store(true, Ordering::Relaxed);
+                    thread::yield_now();
+                    continue;
+                }
                 let handle = pool.insert(pairs);
                 assert_eq!(
                     pool.get_cloned(handle),
@@ -238,16 +296,21 @@ fn a_signal_handler_using_the_pool_does_not_corrupt_the_interrupted_operation() 
                 );
                 pairs += 1;
             }
+            assert_eq!(
+                event_counts_here()[Event::Seal as usize],
+                seals,
+                "a batch was sealed on the signalled thread (in the handler too?)"
+            );
             pairs
         });
         let target = loop {
-            if let Some(target) = *target.lock().unwrap() {
+            if let Some(target) = *target.lock() {
                 break target;
             }
             thread::yield_now();
         };
         let start = Instant::now();
-        while start.elapsed() < Duration::from_millis(300) {
+        while start.elapsed() < Duration::from_millis(300) && !churned_all.load(Ordering::Relaxed) {
             // SAFETY: signals a thread of this process that is running.
             unsafe { libc::pthread_kill(target, libc::SIGUSR2) };
             thread::sleep(Duration::from_micros(20));
@@ -263,5 +326,8 @@ fn a_signal_handler_using_the_pool_does_not_corrupt_the_interrupted_operation() 
         "a handle went wrong in the handler"
     );
     assert!(handled > 0, "no signal reached the handler");
-    assert_eq!(pool.len(), 0);
+    assert_eq!(pool.len(), LIVE as usize);
+    for (value, handle) in (0..LIVE).zip(live) {
+        assert_eq!(pool.get_cloned(handle), Some(value));
+    }
 }
