@@ -30,6 +30,9 @@ pub enum Event {
     Seal,
     /// A stripe's sealed batches were judged against the readers' horizon.
     ReclaimScan,
+    /// The readers' horizon was read: a `SeqCst` fence and a load of every
+    /// thread's announcement (once per look at the stripes, see `Horizon`).
+    Horizon,
     /// A magazine was revoked from its owner.
     Revoke,
     /// A heavy fence ran (`membarrier`: interrupts every core running a
@@ -50,7 +53,7 @@ pub enum Event {
 #[cfg(feature = "testing")]
 impl Event {
     /// Every event, in declaration order.
-    pub const ALL: [Event; 14] = [
+    pub const ALL: [Event; 15] = [
         Event::AcquireSlow,
         Event::Refill,
         Event::Fresh,
@@ -59,6 +62,7 @@ impl Event {
         Event::NoteInserts,
         Event::Seal,
         Event::ReclaimScan,
+        Event::Horizon,
         Event::Revoke,
         Event::HeavyFence,
         Event::BehindRound,
@@ -78,6 +82,7 @@ impl Event {
             Event::NoteInserts => "note_all",
             Event::Seal => "seal",
             Event::ReclaimScan => "reclaim_scan",
+            Event::Horizon => "horizon",
             Event::Revoke => "revoke",
             Event::HeavyFence => "heavy_fence",
             Event::BehindRound => "behind_round",

@@ -91,6 +91,25 @@ impl StripeBatches {
     }
 }
 
+/// The readers' horizon for one look at several stripes' sealed batches:
+/// read (a `SeqCst` fence and a load of every announcement) the first time
+/// a stripe with sealed batches is judged, then reused for the others.
+///
+/// A horizon read earlier is still a horizon (module docs, "One horizon
+/// per look"): each of its reasons is about the moment it was read, so a
+/// batch below it stays clear of every reader. Reused, it only holds back
+/// batches sealed or readers gone since, until the next look reads a new
+/// one. So a slow path that judges every stripe pays one fence and one
+/// scan of the announcements, not one per stripe.
+pub(crate) struct Horizon(Option<u64>);
+
+impl Horizon {
+    /// Not read yet: the first stripe with sealed batches reads it.
+    pub(crate) const fn unread() -> Self {
+        Horizon(None)
+    }
+}
+
 /// What a reclamation of a stripe's batches got.
 pub(crate) struct Reclaimed {
     /// Whether any batch was reclaimed.
@@ -206,6 +225,7 @@ impl Reclaimer {
     /// below), and below every announcement of a guard or of a one-call
     /// read of this pool in progress.
     fn horizon(&self) -> u64 {
+        crate::events::count(crate::events::Event::Horizon);
         let sealed = announce::sealed_so_far();
         // SeqCst pairs with the fence of `announce::announce`: either a load
         // below sees a reader's announcement, or the reader's slot loads
@@ -223,14 +243,17 @@ impl Reclaimer {
     /// sealed list. Costs one load when nothing is sealed, and a fence and
     /// a load per announcement otherwise, so callers need no check of their
     /// own. A value's `Drop` panicking here is discarded.
+    ///
+    /// The horizon is `horizon`'s, read now if it was not yet.
     pub(crate) fn reclaim_ready<T>(
         &self,
         stripe: StripeIndex,
         storage: &Storage<T>,
         max_generation: u32,
+        horizon: &mut Horizon,
     ) -> Reclaimed {
         let mut free = None;
-        let found = self.reclaim_ready_with(stripe, |batch| {
+        let found = self.reclaim_below(stripe, horizon, |batch| {
             free = reclaim_batch(storage, batch, max_generation, free.take());
         });
         Reclaimed { found, free }
@@ -246,6 +269,17 @@ impl Reclaimer {
     pub(crate) fn reclaim_ready_with(
         &self,
         stripe: StripeIndex,
+        reclaim: impl FnMut(SealedBatch),
+    ) -> bool {
+        self.reclaim_below(stripe, &mut Horizon::unread(), reclaim)
+    }
+
+    /// [`reclaim_ready_with`](Self::reclaim_ready_with) against `horizon`,
+    /// read now if it was not yet.
+    fn reclaim_below(
+        &self,
+        stripe: StripeIndex,
+        horizon: &mut Horizon,
         mut reclaim: impl FnMut(SealedBatch),
     ) -> bool {
         let batches = &self.stripes[stripe.get()];
@@ -253,7 +287,7 @@ impl Reclaimer {
             return false;
         }
         crate::events::count(crate::events::Event::ReclaimScan);
-        let horizon = self.horizon();
+        let horizon = *horizon.0.get_or_insert_with(|| self.horizon());
         // Relaxed: a hint; the take below judges every batch it finds.
         if batches.lowest.load(Ordering::Relaxed) >= horizon {
             return false;

@@ -2,6 +2,7 @@
 
 use crate::lists::Chain;
 use crate::magazine::Magazine;
+use crate::reclaim::Horizon;
 use crate::slot::{Slot, SlotWord, State};
 use crate::stripe::StripeIndex;
 use crate::sync::Ordering;
@@ -135,10 +136,14 @@ impl<T> RawPool<T> {
     /// takes a batch at most, so what waits on the shared list beyond is
     /// nobody's next insert (a slow owner's stripe, say, that once freed a
     /// million). Its sealed batches are left to it.
+    ///
+    /// Every stripe is judged against one `horizon`, read at the first
+    /// stripe with sealed batches if the caller has not read it yet.
     pub(super) fn take_from_others(
         &self,
         home: StripeIndex,
         take: Take,
+        horizon: &mut Horizon,
     ) -> Option<Acquired<'_, T>> {
         // Looked up at the first quiet stripe with something to take.
         let mut own_on_the_way = None;
@@ -160,7 +165,7 @@ impl<T> RawPool<T> {
                 && self
                     .stripes
                     .move_run(&self.storage, other, home, self.config.batch);
-            if moved || (quiet && self.reclaim_into(other, home)) {
+            if moved || (quiet && self.reclaim_into(other, home, horizon)) {
                 crate::events::count(crate::events::Event::TakeFromOther);
                 if let Some(found) = self.pop_from(home) {
                     return Some(found);
@@ -221,12 +226,18 @@ impl<T> RawPool<T> {
         })
     }
 
-    /// Reclaims `from`'s ready batches onto `into`'s free list; returns
-    /// whether there were any.
-    pub(super) fn reclaim_into(&self, from: StripeIndex, into: StripeIndex) -> bool {
+    /// Reclaims `from`'s ready batches onto `into`'s free list, judged
+    /// against `horizon` (read now if it was not yet); returns whether
+    /// there were any.
+    pub(super) fn reclaim_into(
+        &self,
+        from: StripeIndex,
+        into: StripeIndex,
+        horizon: &mut Horizon,
+    ) -> bool {
         let reclaimed =
             self.reclaimer
-                .reclaim_ready(from, &self.storage, self.config.max_generation);
+                .reclaim_ready(from, &self.storage, self.config.max_generation, horizon);
         if let Some(chain) = reclaimed.free {
             self.stripes[into].free.push(&self.storage, chain);
         }

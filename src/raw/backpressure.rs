@@ -5,6 +5,7 @@ use core::time::Duration;
 
 use crate::lists::RemovalBatch;
 use crate::magazine::Magazine;
+use crate::reclaim::Horizon;
 use crate::stripe::StripeIndex;
 use crate::sync::{yield_now, Ordering};
 
@@ -46,8 +47,12 @@ impl<T> RawPool<T> {
     /// both. It grows instead, a batch at a time, so its slow path runs
     /// once per batch: that growth is the `R × P` term of the bound (see
     /// `design.md`, "Memory under churn"), memory and not time.
+    ///
+    /// Each look at the stripes, up to a pause, judges them all against
+    /// one horizon of the readers (see `Horizon`).
     pub(super) fn find_reusable(&self, home: StripeIndex) -> Result<Acquired<'_, T>, Grow> {
-        if self.reclaim_into(home, home) {
+        let mut horizon = Horizon::unread();
+        if self.reclaim_into(home, home, &mut horizon) {
             if let Some(found) = self.pop_from(home) {
                 return Ok(found);
             }
@@ -61,14 +66,14 @@ impl<T> RawPool<T> {
         // much slower so: docs/perf/0011). A stripe looks quiet for a moment
         // while its thread flushes or reclaims, so quiet is not enough.
         // Growing a little costs less, until reclamation is behind.
-        if let Some(found) = self.take_from_others(home, Take::QuietOnly) {
+        if let Some(found) = self.take_from_others(home, Take::QuietOnly, &mut horizon) {
             return Ok(found);
         }
         let grow = Grow(self.config.fresh_block);
         if !self.reclamation_is_behind() {
             return Err(grow);
         }
-        if let Some(found) = self.take_from_others(home, Take::Any) {
+        if let Some(found) = self.take_from_others(home, Take::Any, &mut horizon) {
             return Ok(found);
         }
         if self.reclaimer.held_back_here() {
@@ -94,8 +99,9 @@ impl<T> RawPool<T> {
                 return Err(grow);
             }
         }
-        // Still behind: busy stripes' slots too, rather than grow.
-        if let Some(found) = self.take_from_others(home, Take::Any) {
+        // Still behind: busy stripes' slots too, rather than grow (a new
+        // look, after the pauses: a new horizon).
+        if let Some(found) = self.take_from_others(home, Take::Any, &mut Horizon::unread()) {
             return Ok(found);
         }
         self.wait_at_bound(home).ok_or(grow)
@@ -114,13 +120,15 @@ impl<T> RawPool<T> {
         // reusable unless a reader holds them back. A partial batch is
         // sealed, to wait for. Only a thread with nothing of its own on the
         // way takes another stripe's slots.
+        // One horizon before the pause, a new one after it.
+        let mut horizon = Horizon::unread();
         if self.reclaimer.has_sealed(home) || self.seal_own(home) {
-            if self.reclaim_into(home, home) {
+            if self.reclaim_into(home, home, &mut horizon) {
                 if let Some(found) = self.pop_from(home) {
                     return Some(found);
                 }
             }
-        } else if let Some(found) = self.take_from_others(home, take) {
+        } else if let Some(found) = self.take_from_others(home, take, &mut horizon) {
             return Some(found);
         }
         // Notes on both sides of the pause: a stripe nobody inserted
@@ -130,7 +138,7 @@ impl<T> RawPool<T> {
         self.stripes.note_inserts();
         pause();
         self.stripes.note_inserts();
-        if self.reclaim_into(home, home) {
+        if self.reclaim_into(home, home, &mut Horizon::unread()) {
             if let Some(found) = self.pop_from(home) {
                 return Some(found);
             }

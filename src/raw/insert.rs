@@ -2,6 +2,7 @@
 
 use crate::handle::Handle;
 use crate::lists::Chain;
+use crate::reclaim::Horizon;
 use crate::slot::{Slot, SlotWord, NIL};
 use crate::stripe::StripeIndex;
 use crate::sync::Ordering;
@@ -345,7 +346,11 @@ impl<T> RawPool<T> {
             })
         };
         let run = popped()
-            .or_else(|| self.reclaim_into(home, home).then(popped).flatten())
+            .or_else(|| {
+                self.reclaim_into(home, home, &mut Horizon::unread())
+                    .then(popped)
+                    .flatten()
+            })
             .or_else(|| {
                 let single = self.find_reusable(home).ok()?;
                 Some(Run::Popped {

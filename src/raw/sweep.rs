@@ -3,6 +3,7 @@
 
 use crate::lists::RemovalBatch;
 use crate::magazine::{Magazine, Revoked, Section};
+use crate::reclaim::Horizon;
 use crate::stripe::StripeIndex;
 
 use super::RawPool;
@@ -89,7 +90,7 @@ impl<T> RawPool<T> {
         // be found quiet, and never reclaimed by removals elsewhere.
         stripe.note_inserts();
         if target == from || quiet {
-            self.reclaim_into(target, target);
+            self.reclaim_into(target, target, &mut Horizon::unread());
         }
     }
 
@@ -111,8 +112,10 @@ impl<T> RawPool<T> {
             }
             self.seal_shared(stripe);
         }
+        // One horizon for every stripe, read after every seal above.
+        let mut horizon = Horizon::unread();
         for stripe in self.stripes.all_from(home) {
-            self.reclaim_into(stripe, home);
+            self.reclaim_into(stripe, home, &mut horizon);
         }
     }
 
