@@ -7,7 +7,7 @@ use loom::thread;
 
 use super::harness::Reached;
 use crate::lists::{Chain, FreeList, SealedBatch};
-use crate::reclaim::Reclaimer;
+use crate::reclaim::{Horizon, Reclaimer};
 use crate::slot::{SlotWord, State, NIL};
 use crate::storage::Storage;
 use crate::stripe::Stripes;
@@ -154,14 +154,14 @@ fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
 
         let sealer_reclaimer = Arc::clone(&reclaimer);
         let sealer = thread::spawn(move || sealer_reclaimer.seal(stripe, batch(1)));
-        let first = reclaimer.reclaim_ready(stripe, &storage, 8).free;
+        let first = reclaimer.reclaim_ready(stripe, &storage, 8, &mut Horizon::unread()).free;
         sealer.join().unwrap();
         let first_count = chain_length(first, &storage);
         if first_count == 1 && reclaimer.has_sealed(stripe) {
             // Taken before the second batch's push, which raised the hint.
             seen.mark();
         }
-        let second = reclaimer.reclaim_ready(stripe, &storage, 8).free;
+        let second = reclaimer.reclaim_ready(stripe, &storage, 8, &mut Horizon::unread()).free;
         assert_eq!(
             first_count + chain_length(second, &storage),
             2,
