@@ -147,33 +147,44 @@ fn values_handed_over_by_removal_go_to_one_thread_each_and_drop_once() {
     log.assert_all_once();
 }
 
+/// Alone in a child process: its guard, held across 2,000 flushes of the
+/// other thread, holds back every pool's batches in the process (reclamation
+/// is process-wide), and with 8 test threads on a loaded 2-core host this
+/// test ran past the 10 s that the others' `flush_until` waits: they failed,
+/// and one aborted (a panicking value dropped while its test unwound).
 #[test]
 fn a_value_handed_over_under_a_guard_survives_other_threads_churn() {
-    let log = Log::new(1);
-    let pool: Arc<HandlePool<Tracked>> = Arc::new(HandlePool::with_config(with_batch(1)));
-    let h = pool.insert(Tracked::new(0, &log));
-    let guard = pin();
-    let value = pool.remove_get(h, &guard).expect("live");
-    let churn = Arc::clone(&pool);
-    let other = Log::new(2_000);
-    let other_log = Arc::clone(&other);
-    thread::spawn(move || {
-        for id in 0..2_000 {
-            let h = churn.insert(Tracked::new(id, &other_log));
-            churn.remove(h);
-            churn.flush();
-        }
-    })
-    .join()
-    .unwrap();
-    assert_eq!(value.id, 0);
-    assert_eq!(log.count(0), 0, "dropped while its guard lived");
-    drop(guard);
-    assert!(flush_until(|| {
-        pool.flush();
-        log.count(0) == 1
-    }));
-    drop(pool);
-    log.assert_all_once();
-    other.assert_all_once();
+    common::in_child_process(
+        module_path!(),
+        "a_value_handed_over_under_a_guard_survives_other_threads_churn",
+        || {
+            let log = Log::new(1);
+            let pool: Arc<HandlePool<Tracked>> = Arc::new(HandlePool::with_config(with_batch(1)));
+            let h = pool.insert(Tracked::new(0, &log));
+            let guard = pin();
+            let value = pool.remove_get(h, &guard).expect("live");
+            let churn = Arc::clone(&pool);
+            let other = Log::new(2_000);
+            let other_log = Arc::clone(&other);
+            thread::spawn(move || {
+                for id in 0..2_000 {
+                    let h = churn.insert(Tracked::new(id, &other_log));
+                    churn.remove(h);
+                    churn.flush();
+                }
+            })
+            .join()
+            .unwrap();
+            assert_eq!(value.id, 0);
+            assert_eq!(log.count(0), 0, "dropped while its guard lived");
+            drop(guard);
+            assert!(flush_until(|| {
+                pool.flush();
+                log.count(0) == 1
+            }));
+            drop(pool);
+            log.assert_all_once();
+            other.assert_all_once();
+        },
+    );
 }
