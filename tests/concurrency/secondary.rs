@@ -190,7 +190,7 @@ fn components_read_under_churn_belong_to_their_entity_long() {
 ///
 /// The threads start together on an atomic count and are joined: std's
 /// `Barrier` and `thread::scope` synchronise inside uninstrumented std,
-/// which ThreadSanitizer cannot see (see `.ci/sanitize.sh`).
+/// which ThreadSanitizer cannot see (see `common::scope`).
 #[test]
 fn racing_inserts_for_one_entry_keep_the_newest_generation() {
     let _serial = serial();
