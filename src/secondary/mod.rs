@@ -285,8 +285,10 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     /// the first there (at most one leaf and two nodes, whatever the index).
     ///
     /// # Panics
-    /// If the map's value pool is full: 2^32 − 1 values live, awaiting
-    /// reclamation or in retired slots at once.
+    /// If the map's value pool is full: 2^31 values live, awaiting
+    /// reclamation or in retired slots at once (a guard held for good keeps
+    /// every replaced value). `value` may be stored by then; the value it
+    /// replaced is leaked, never dropped while a reader may still see it.
     ///
     /// ```
     /// use handle_pool::{HandlePool, SecondaryMap};
@@ -429,6 +431,12 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     ///
     /// Lock-free: a CAS on the entry, again only if the entry's value was
     /// replaced for the same generation meanwhile.
+    ///
+    /// # Panics
+    /// If the value was in its entry's room and the map's value pool, which
+    /// retires it, is full (as for [`insert`](Self::insert)): the handle no
+    /// longer resolves, and the value is leaked, never dropped while a
+    /// reader may still see it.
     ///
     /// ```
     /// use handle_pool::{HandlePool, SecondaryMap};

@@ -33,7 +33,9 @@ pub(crate) struct RawSecondary<V> {
 #[cold]
 #[inline(never)]
 fn values_full() -> ! {
-    panic!("SecondaryMap: the value pool is full (2^32 - 1 values live, awaiting reclamation or retired)")
+    panic!(
+        "SecondaryMap: the value pool is full (2^31 values live, awaiting reclamation or retired)"
+    )
 }
 
 /// The handle of the value in the value pool's slot `slot`, which an entry
@@ -410,7 +412,18 @@ impl<V> RawSecondary<V> {
                 // room held, so the room, holding its value, is ours; the
                 // table outlives the value pool.
                 let retired = unsafe { RetiredCell::new(entry) };
-                self.values.insert_or(Stored::Retired(retired), values_full)
+                match self.values.insert(Stored::Retired(retired)) {
+                    Ok(stored) => stored,
+                    Err(cell) => {
+                        // The value pool is full. Readers that loaded the
+                        // `INLINE` word may still be reading the value: the
+                        // cell must not drop (which drops the value and
+                        // frees the room) anywhere but in reclamation. Leak
+                        // it, value and room, and panic.
+                        core::mem::forget(cell);
+                        values_full()
+                    }
+                }
             }
             Some(Place::Pooled(slot)) => value_handle(&self.values, slot),
             None => return,

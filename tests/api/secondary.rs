@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use handle_pool::{
-    new_handle_type, pin, Handle, HandlePool, PoolHandle, SecondaryMap, MAX_GENERATION, MAX_INDEX,
+    new_handle_type, pin, Config, Handle, HandlePool, PoolHandle, SecondaryMap, MAX_GENERATION,
+    MAX_INDEX,
 };
 
 use crate::common::{predictable, quiet_panics, Alive, Counted};
@@ -142,6 +143,58 @@ fn the_null_handle_is_refused_and_never_resolves() {
     // The highest real index still takes a value.
     assert!(map.insert(handle(MAX_INDEX, 1), alive.value()));
     assert!(!map.contains(Handle::null()));
+}
+
+/// A full value pool (four slots here) cannot retire a value taken out of
+/// its entry's room: `remove` and a replacing `insert` panic then, and the
+/// value stays readable through a reference a guard held before, neither
+/// dropped nor written over (it is leaked). Dropping the cell while
+/// unwinding freed the value under the reader: a use after free (ASan).
+#[test]
+fn a_full_value_pool_never_drops_a_value_under_a_reader() {
+    let _quiet = quiet_panics(
+        "SecondaryMap: the value pool is full (2^31 values live, awaiting reclamation or retired)",
+    );
+    let map: SecondaryMap<String> = SecondaryMap::with_config(Config {
+        max_slots: 4,
+        ..Config::default()
+    });
+    // Fill the value pool: each entry's second value goes to the pool.
+    let mut full = false;
+    for k in 1..=100 {
+        map.insert(handle(k, 1), format!("room {k}"));
+        full = catch_unwind(AssertUnwindSafe(|| {
+            map.insert(handle(k, 1), format!("pool {k}"))
+        }))
+        .is_err();
+        map.flush();
+        if full {
+            break;
+        }
+    }
+    assert!(full, "the value pool fills");
+    for replace in [false, true] {
+        let victim = handle(1000 + u32::from(replace), 1);
+        assert!(map.insert(victim, String::from("the victim's value")));
+        let guard = pin();
+        let seen: &String = map.get(victim, &guard).unwrap();
+        let outcome = if replace {
+            catch_unwind(AssertUnwindSafe(|| {
+                map.insert(victim, String::from("new"));
+            }))
+        } else {
+            catch_unwind(AssertUnwindSafe(|| {
+                map.remove(victim);
+            }))
+        };
+        assert!(outcome.is_err(), "the full value pool panics");
+        // The room stays held by the leaked value: nothing is written there.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            map.insert(victim, String::from("OVERWRITTEN"))
+        }));
+        assert_eq!(seen, "the victim's value", "replace: {replace}");
+        drop(guard);
+    }
 }
 
 #[test]
