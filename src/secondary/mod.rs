@@ -288,7 +288,8 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     /// If the map's value pool is full: 2^31 values live, awaiting
     /// reclamation or in retired slots at once (a guard held for good keeps
     /// every replaced value). `value` may be stored by then; the value it
-    /// replaced is leaked, never dropped while a reader may still see it.
+    /// replaced is kept aside, never dropped while a reader may still see
+    /// it, until [`clear`](Self::clear) or the map's drop.
     ///
     /// ```
     /// use handle_pool::{HandlePool, SecondaryMap};
@@ -435,8 +436,9 @@ impl<V, H: PoolHandle> SecondaryMap<V, H> {
     /// # Panics
     /// If the value was in its entry's room and the map's value pool, which
     /// retires it, is full (as for [`insert`](Self::insert)): the handle no
-    /// longer resolves, and the value is leaked, never dropped while a
-    /// reader may still see it.
+    /// longer resolves, and the value is kept aside, never dropped while a
+    /// reader may still see it, until [`clear`](Self::clear) or the map's
+    /// drop.
     ///
     /// ```
     /// use handle_pool::{HandlePool, SecondaryMap};

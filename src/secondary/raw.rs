@@ -23,6 +23,11 @@ pub(crate) struct RawSecondary<V> {
     /// The values that could not go in their rooms, and the retired cells.
     /// Declared before the table: the retired cells point into it.
     values: RawPool<Stored<V>>,
+    /// Retired cells the value pool had no slot for (it was full): never
+    /// dropped while readers may see their values, so kept here until
+    /// `&mut` of the map (`clear`, or its drop) drops them. Declared before
+    /// the table, as the value pool. Touched only on that panic path.
+    leaked: std::sync::Mutex<Vec<Stored<V>>>,
     /// The entries, by slot index.
     table: Table<V>,
     /// The length, in shares a thread adds to by its number.
@@ -133,6 +138,7 @@ impl<V> RawSecondary<V> {
         .resolved();
         RawSecondary {
             values: RawPool::new(config),
+            leaked: std::sync::Mutex::new(Vec::new()),
             table: Table::new(),
             counts: Counts::new(config.stripes),
         }
@@ -418,9 +424,13 @@ impl<V> RawSecondary<V> {
                         // The value pool is full. Readers that loaded the
                         // `INLINE` word may still be reading the value: the
                         // cell must not drop (which drops the value and
-                        // frees the room) anywhere but in reclamation. Leak
-                        // it, value and room, and panic.
-                        core::mem::forget(cell);
+                        // frees the room) while they may, so not here as
+                        // the panic unwinds. Kept aside, value and room,
+                        // until `&mut` of the map.
+                        self.leaked
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push(cell);
                         values_full()
                     }
                 }
@@ -474,7 +484,8 @@ impl<V> RawSecondary<V> {
     /// Removes every value, dropping each; the first panic of a value's
     /// `Drop` is raised once every value is dropped and the map is empty.
     pub(crate) fn clear(&mut self) {
-        let panic = vacate_all(&mut self.values, self.table.entries());
+        let mut panic = vacate_all(&mut self.values, self.table.entries());
+        keep_first(&mut panic, self.drop_leaked());
         self.counts.clear();
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
@@ -500,12 +511,32 @@ impl<V> RawSecondary<V> {
     }
 }
 
+impl<V> RawSecondary<V> {
+    /// Drops the retired cells the value pool had no slot for (see
+    /// `leaked`), which drop their values and free their rooms; returns the
+    /// first panic of a value's `Drop`. `&mut`: no reader is left.
+    fn drop_leaked(&mut self) -> Option<Panic> {
+        let leaked = self
+            .leaked
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut first_panic = None;
+        for cell in leaked.drain(..) {
+            keep_first(&mut first_panic, drop_catching(cell));
+        }
+        first_panic
+    }
+}
+
 impl<V> Drop for RawSecondary<V> {
     fn drop(&mut self) {
         // The values in rooms, then every value of the value pool (pooled
         // values and retired cells, which drop the values of their rooms),
-        // while the table, into which retired cells point, still exists.
-        if let Some(panic) = vacate_all(&mut self.values, self.table.entries()) {
+        // and the retired cells kept aside, while the table, into which
+        // retired cells point, still exists.
+        let mut panic = vacate_all(&mut self.values, self.table.entries());
+        keep_first(&mut panic, self.drop_leaked());
+        if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
     }
