@@ -120,10 +120,12 @@ use raw::RawSecondary;
 ///   valid while its guard lives.
 /// - **Bad input** (forged handles, handles of another pool's index space)
 ///   gets `None`/`false`; a lookup or remove allocates nothing, and an
-///   insert past the flat region's bound allocates at most one leaf and
-///   two nodes (6 KiB for `u64` values), below it commits the region up
-///   to its index (at most 64 MiB of address space, taking memory only
-///   where written), never a table up to `2^32` entries.
+///   insert past the flat region's bound allocates at most one leaf (128
+///   entries) and two nodes (6 KiB for `u64` values, 128 entries of `V`
+///   and 4 KiB in general), below it commits the region up to its index
+///   (at most 64 MiB of address space, or 128 entries where a `V` is so
+///   large that fewer fit, taking memory only where written), never a
+///   table up to `2^32` entries.
 /// - **A panic in user code** (a value's `Drop`, `Clone`, a closure, a
 ///   handle type's `PoolHandle` methods, an iterator given to `extend`)
 ///   leaves the map consistent, with every value dropped exactly once.
