@@ -154,14 +154,18 @@ fn a_batch_pushed_after_a_reclaimers_take_is_not_stranded() {
 
         let sealer_reclaimer = Arc::clone(&reclaimer);
         let sealer = thread::spawn(move || sealer_reclaimer.seal(stripe, batch(1)));
-        let first = reclaimer.reclaim_ready(stripe, &storage, 8, &mut Horizon::unread()).free;
+        let first = reclaimer
+            .reclaim_ready(stripe, &storage, 8, &mut Horizon::unread())
+            .free;
         sealer.join().unwrap();
         let first_count = chain_length(first, &storage);
         if first_count == 1 && reclaimer.has_sealed(stripe) {
             // Taken before the second batch's push, which raised the hint.
             seen.mark();
         }
-        let second = reclaimer.reclaim_ready(stripe, &storage, 8, &mut Horizon::unread()).free;
+        let second = reclaimer
+            .reclaim_ready(stripe, &storage, 8, &mut Horizon::unread())
+            .free;
         assert_eq!(
             first_count + chain_length(second, &storage),
             2,
