@@ -67,15 +67,11 @@ tsan() {
     export RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer --cfg crossbeam_sanitize"
     export TSAN_OPTIONS="suppressions=$PWD/.ci/tsan.supp:halt_on_error=0:second_deadlock_stack=1"
     export CARGO_TARGET_DIR=target/tsan
-    # The one skip: the library's `par` unit test (src/unit_tests/par.rs)
-    # calls rayon from a thread outside its pool, where rayon waits for the
-    # work on a `LockLatch` (an std Mutex and Condvar): TSan cannot see that
-    # wait, so it reports the worker's writes to the caller's stack (the
-    # job's result) against the caller's later use of it, in handle_pool
-    # frames, which no suppression may name. tests/rayon.rs covers the same
-    # parallel iteration, run on a worker, under TSan.
-    local skip=(--skip "$skip_long_bound" --skip "$skip_bound"
-        --skip par::tests::workers_visiting_under_a_guard_are_announced)
+    # No skips but the memory bounds. (The library's `par` unit test runs
+    # on a rayon pool whose first worker is the calling thread: called from
+    # outside a pool, rayon waits for the work on an std Mutex and Condvar,
+    # which TSan cannot see.)
+    local skip=(--skip "$skip_long_bound" --skip "$skip_bound")
     # One test at a time: reports then name one test, and 16-thread stress
     # tests do not run on top of each other.
     cargo test --target "$target" --tests -- --test-threads=1 "${skip[@]}"
