@@ -68,9 +68,9 @@ tsan() {
     export TSAN_OPTIONS="suppressions=$PWD/.ci/tsan.supp:halt_on_error=0:second_deadlock_stack=1"
     export CARGO_TARGET_DIR=target/tsan
     # No skips but the memory bounds. (The library's `par` unit test runs
-    # on a rayon pool whose first worker is the calling thread: called from
-    # outside a pool, rayon waits for the work on an std Mutex and Condvar,
-    # which TSan cannot see.)
+    # its body on a worker of rayon's pool and takes the outcome back
+    # through an atomic: called from outside a pool, rayon waits for the
+    # work on an std Mutex and Condvar, which TSan cannot see.)
     local skip=(--skip "$skip_long_bound" --skip "$skip_bound")
     # One test at a time: reports then name one test, and 16-thread stress
     # tests do not run on top of each other.

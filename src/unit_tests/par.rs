@@ -5,17 +5,33 @@ use rayon::prelude::*;
 /// reclamation back (so an insert from the closure does not wait at the
 /// bound for that guard); one visiting values exclusively does not.
 ///
-/// Run on a pool of rayon's whose first worker is this thread: called from
-/// outside a pool, rayon waits for the work on an std Mutex and Condvar,
-/// which ThreadSanitizer cannot see (see `.ci/sanitize.sh`).
+/// Run on a worker of rayon's global pool, its outcome handed back through
+/// an atomic: called from outside the pool, rayon waits for the work on an
+/// std Mutex and Condvar, which ThreadSanitizer cannot see (see
+/// `.ci/sanitize.sh`). (A pool of its own that the calling thread joins
+/// stays registered after the test: LeakSanitizer reports it.)
 #[test]
 fn workers_visiting_under_a_guard_are_announced() {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .use_current_thread()
-        .build()
-        .unwrap()
-        .install(visit_under_a_guard_and_exclusively);
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::Arc;
+    // 0: running; 1: passed; 2: panicked.
+    let outcome = Arc::new(AtomicU8::new(0));
+    let on_worker = Arc::clone(&outcome);
+    rayon::spawn(move || {
+        let passed = std::panic::catch_unwind(visit_under_a_guard_and_exclusively).is_ok();
+        // Release pairs with the Acquire load below: the worker's work
+        // happens before the test reads the outcome and ends.
+        on_worker.store(if passed { 1 } else { 2 }, Ordering::Release);
+    });
+    loop {
+        match outcome.load(Ordering::Acquire) {
+            0 => std::thread::sleep(std::time::Duration::from_micros(100)),
+            done => {
+                assert_eq!(done, 1, "the test body panicked on the worker");
+                return;
+            }
+        }
+    }
 }
 
 fn visit_under_a_guard_and_exclusively() {
