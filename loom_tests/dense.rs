@@ -1,6 +1,8 @@
 //! `DensePool`: inserts against removes against iteration, references held
-//! across removals, racing removes, racing appends into one segment, and
-//! compaction after a concurrent phase. Each model checks, in every
+//! across removals, racing removes (and what the loser sees after), racing
+//! appends into one segment, an iteration reading unmarked values without
+//! their words while a remove reclaims one, and compaction after a
+//! concurrent phase. Each model checks, in every
 //! execution, what it is named after, and that every value is dropped
 //! exactly once and never read after (or during) its drop (loom checks the
 //! drop's write to a `Tracked` payload against every read).
@@ -169,7 +171,10 @@ fn dense_with_keeps_its_value_until_it_returns() {
 
 /// Two threads remove the same handle: exactly one wins, the value is
 /// dropped once, and the index is freed once (compaction then queues it
-/// once: the next two inserts get two distinct indices).
+/// once: the next two inserts get two distinct indices). A remove that
+/// returns `false` finds the value gone afterwards, to lookups and to an
+/// iteration alike, although the winner may not have marked the dense
+/// word yet (the loser's help, see `help_remove`).
 #[test]
 fn dense_racing_removes_of_one_handle_exactly_one_wins() {
     explore(
@@ -185,11 +190,15 @@ fn dense_racing_removes_of_one_handle_exactly_one_wins() {
                 spawn_parked(move || {
                     if pool.remove(h) {
                         wins.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        assert_gone_after_a_lost_remove(&pool, h);
                     }
                 })
             };
             if pool.remove(h) {
                 wins.fetch_add(1, Ordering::Relaxed);
+            } else {
+                assert_gone_after_a_lost_remove(&pool, h);
             }
             other.finished();
             assert_eq!(wins.load(Ordering::Relaxed), 1, "exactly one remove wins");
@@ -204,6 +213,68 @@ fn dense_racing_removes_of_one_handle_exactly_one_wins() {
             other.release();
         },
     );
+}
+
+/// What a thread whose remove of `h` returned `false` sees next: `h` gone.
+fn assert_gone_after_a_lost_remove(pool: &Pool, h: Handle) {
+    assert!(!pool.contains(h), "a lost remove, then the value found");
+    let guard = pin();
+    assert!(
+        pool.iter(&guard).all(|(other, _)| other != h),
+        "a lost remove, then the value iterated"
+    );
+}
+
+/// An iteration folds values of a compacted pool while another thread
+/// removes one, which reclaims it at once (batches of one): the fold reads
+/// the values of parts no remove has marked as slices, without loading
+/// their words. Every value read is intact (loom reports a read that races
+/// the drop's write), the one present throughout is always yielded, the
+/// removed one sometimes (read unmarked, before its remove began) and
+/// sometimes not.
+#[test]
+fn dense_values_read_unmarked_parts_while_a_remove_reclaims() {
+    let yielded_removed = Reached::default();
+    let skipped_removed = Reached::default();
+    let (yielded, skipped) = (yielded_removed.clone(), skipped_removed.clone());
+    explore(
+        "dense_values_read_unmarked_parts_while_a_remove_reclaims",
+        move || {
+            let log = DropLog::new(2);
+            let r = Recorder::new(Arc::clone(&log));
+            let mut pool = Pool::with_config(tiny());
+            let [h0, h1] = [0, 1].map(|id| pool.insert(r.value(id)));
+            // The round's live count is now 2: positions 0 and 1 (one
+            // segment each) may be read without their words.
+            pool.compact();
+            let pool = Arc::new(pool);
+            let remover = {
+                let pool = Arc::clone(&pool);
+                spawn_parked(move || assert!(pool.remove(h0)))
+            };
+            let mut ids: Vec<Id> = Vec::new();
+            {
+                let guard = pin();
+                // `for_each` folds (`collect` would call `next`).
+                pool.values(&guard).for_each(|value| ids.push(value.id()));
+            }
+            remover.finished();
+            assert!(ids.contains(&1), "the value present throughout");
+            assert!(ids.iter().all(|&id| id <= 1), "{ids:?}");
+            if ids.contains(&0) {
+                yielded.mark();
+            } else {
+                skipped.mark();
+            }
+            let mut pool = Arc::into_inner(pool).expect("the remover let go");
+            assert_holds_exactly(&mut pool, &[(h1, 1)]);
+            drop(pool);
+            log.assert_each_dropped_once();
+            remover.release();
+        },
+    );
+    yielded_removed.assert("the fold read the value before its remove began");
+    skipped_removed.assert("the fold skipped the removed value");
 }
 
 /// Two appends race into one segment not allocated yet (positions 1 and 2

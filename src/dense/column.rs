@@ -8,6 +8,19 @@
 //! holds `first << k` positions from `first * (2^k - 1)` on, so a position
 //! finds its segment with one add and one bit scan, and a column of `n`
 //! positions is about `log2(n / first)` slices.
+//!
+//! A lookup needs only the value's address: a second table keeps each
+//! segment's values' pointer *biased* by the segment's first position (the
+//! address position 0 would have if the segment reached down to it), and
+//! is indexed by the bit scan itself, so a position's value is one add, one
+//! bit scan, one load from the table and one scaled add away.
+//!
+//! Each segment also has a word of *marks*, one bit per 64th of the
+//! segment: a remove sets its position's bit before it decides, so an
+//! iteration under `&self` that finds a part of the segment below the
+//! round's first position past the live values unmarked folds its values
+//! as a slice without loading their words (see "Iteration under `&self`"
+//! in the module docs).
 
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -24,12 +37,23 @@ const SEGMENTS: usize = 64;
 
 /// The words and values of the positions below a limit.
 pub(super) struct Column<T> {
-    /// Segment `k`'s words, null until allocated. Published with the
-    /// segment's values: a position is used only once both are non-null.
+    /// Segment `k`'s words, null until allocated. Allocated after the
+    /// segment's values, by every thread (see `allocate`): a segment whose
+    /// words are non-null has its values.
     words: [AtomicPtr<AtomicU64>; SEGMENTS],
     /// Segment `k`'s values (uninitialised until an insert writes one),
     /// null until allocated; dangling for a zero-sized `T`.
     values: [AtomicPtr<T>; SEGMENTS],
+    /// Segment `k`'s values again at entry `k + shift`, biased: minus the
+    /// segment's first position, so that position `p`'s value is entry
+    /// `log2(p + first)` plus `p`. Stored (the same pointer by every thread
+    /// that allocates the segment) before the segment's words, and read
+    /// only for a segment whose words were seen.
+    biased: [AtomicPtr<T>; SEGMENTS],
+    /// Segment `k`'s marks: bit `b` is set once a remove of a position in
+    /// the segment's `b`-th 64th (of at least one position) has begun this
+    /// round. Cleared under `&mut` only, when the round ends.
+    marks: [AtomicU64; SEGMENTS],
     /// log2 of the first segment's length.
     shift: u32,
     /// The first segment's length, `1 << shift`.
@@ -55,6 +79,14 @@ pub(super) struct Cell<'a, T> {
 pub(super) struct Run<'a, T> {
     pub(super) words: &'a [AtomicU64],
     pub(super) values: *mut T,
+    /// The run's first position.
+    pub(super) start: u32,
+    /// The run's first position's offset in its segment.
+    pub(super) offset: u32,
+    /// log2 of the positions a bit of `marks` covers.
+    pub(super) mark_shift: u32,
+    /// The segment's marks (see [`Column::mark`]).
+    pub(super) marks: &'a AtomicU64,
 }
 
 impl<'a, T> Run<'a, T> {
@@ -80,6 +112,8 @@ impl<T> Column<T> {
         Column {
             words: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             values: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            biased: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            marks: core::array::from_fn(|_| AtomicU64::new(0)),
             shift: first_shift,
             first: 1 << first_shift,
             limit,
@@ -104,6 +138,45 @@ impl<T> Column<T> {
         ((1u64 << segment) - 1) << self.shift
     }
 
+    /// The entry of segment `segment` in the values' table.
+    #[inline(always)]
+    fn entry(&self, segment: usize) -> usize {
+        (segment + self.shift as usize) & (SEGMENTS - 1)
+    }
+
+    /// log2 of a segment's 64th, in positions (0 for segments of at most
+    /// 64 positions, where a mark is one position).
+    #[inline(always)]
+    fn mark_shift(&self, segment: usize) -> u32 {
+        (segment as u32 + self.shift).saturating_sub(6)
+    }
+
+    /// Marks `position`'s part of its segment as holding a hole made this
+    /// round. Costs a write only for the first mark of a part.
+    #[inline]
+    pub(super) fn mark(&self, position: u32) {
+        let (segment, offset) = self.locate(position);
+        let bit = 1u64 << ((offset >> self.mark_shift(segment)) & 63);
+        let marks = &self.marks[segment];
+        // Relaxed: a mark is read by iterations after their guard's
+        // announcement (a SeqCst fence, or the reclaimer's heavy barrier),
+        // and set before the remove's CAS on the sparse word, before its
+        // seal: the fences order it as they order the words (see "Iteration
+        // under `&self`" in the module docs). A thread that learns of the
+        // removal through the sparse word's Release CAS sees it too.
+        if marks.load(Ordering::Relaxed) & bit == 0 {
+            marks.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Clears every mark: the round ends (`&mut`).
+    pub(super) fn clear_marks(&mut self) {
+        for marks in &self.marks {
+            // Relaxed: `&mut self`.
+            marks.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Positions in segment `segment`: `first << segment`, cut at the limit.
     fn len(&self, segment: usize) -> usize {
         let start = self.start(segment);
@@ -120,43 +193,55 @@ impl<T> Column<T> {
         let (segment, _) = self.locate(position);
         // Acquire pairs with the Release CASes in `allocate`: the words are
         // zero (`FRESH`) before this thread, or whoever it hands the
-        // position to, uses them.
-        if self.words[segment].load(Ordering::Acquire).is_null()
-            || self.values[segment].load(Ordering::Acquire).is_null()
-        {
+        // position to, uses them, and the values (stored before the words
+        // by every thread that stores words) are allocated.
+        if self.words[segment].load(Ordering::Acquire).is_null() {
             self.allocate(segment);
         }
     }
 
     /// Allocates what segment `segment` lacks: its values, then its words,
-    /// each by a CAS whose loser frees its own copy.
+    /// each by a CAS whose loser frees its own copy. Every thread that
+    /// stores the words has seen the values stored first.
     #[cold]
     #[inline(never)]
     fn allocate(&self, segment: usize) {
         let len = self.len(segment);
-        if self.values[segment].load(Ordering::Acquire).is_null() {
-            let values = new_values::<T>(len);
-            // Release pairs with the Acquire loads in `ensure`, `find` and
-            // `runs` (only the pointer is published: the values are
-            // uninitialised); Acquire on failure, for the winner's pointer.
-            if self.values[segment]
-                .compare_exchange(
-                    ptr::null_mut(),
-                    values,
-                    Ordering::Release,
-                    Ordering::Acquire,
-                )
-                .is_err()
-            {
-                // SAFETY: `values` came from `new_values(len)` just above
-                // and was never shared: we lost the race.
-                unsafe { free_values(values, len) };
-            }
+        // Acquire pairs with the Release CAS below, for the winner's pointer.
+        let mut values = self.values[segment].load(Ordering::Acquire);
+        if values.is_null() {
+            let ours = new_values::<T>(len);
+            // Release pairs with the Acquire loads of this pointer (only the
+            // pointer is published: the values are uninitialised); Acquire
+            // on failure, for the winner's pointer.
+            values = match self.values[segment].compare_exchange(
+                ptr::null_mut(),
+                ours,
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => ours,
+                Err(winners) => {
+                    // SAFETY: `ours` came from `new_values(len)` just above
+                    // and was never shared: we lost the race.
+                    unsafe { free_values(ours, len) };
+                    winners
+                }
+            };
         }
+        // Relaxed: every thread that allocates stores this same pointer
+        // before the words' Release CAS below, whose Acquire loads (in
+        // `ensure`, `find`, `runs`, and through the sparse word in
+        // `value_at`) order it before their reads.
+        self.biased[self.entry(segment)].store(
+            values.wrapping_sub(self.start(segment) as usize),
+            Ordering::Relaxed,
+        );
         if self.words[segment].load(Ordering::Acquire).is_null() {
             let words = Box::into_raw(new_words(len)).cast::<AtomicU64>();
             // Release pairs with the Acquire loads in `ensure`, `find` and
-            // `runs`: the words are initialised (zero) before they are used.
+            // `runs`: the words are initialised (zero) before they are used,
+            // and the values' pointer, stored or seen above, is visible.
             if self.words[segment]
                 .compare_exchange(ptr::null_mut(), words, Ordering::Release, Ordering::Acquire)
                 .is_err()
@@ -186,12 +271,15 @@ impl<T> Column<T> {
             return None;
         }
         let (segment, offset) = self.locate(position);
-        // Acquire pairs with the Release CASes in `allocate`.
+        // Acquire pairs with the Release CASes in `allocate`: non-null
+        // words mean the values' pointer is stored and visible.
         let words = self.words[segment].load(Ordering::Acquire);
-        let values = self.values[segment].load(Ordering::Acquire);
-        if words.is_null() || values.is_null() {
+        if words.is_null() {
             return None;
         }
+        // Relaxed: ordered by the Acquire load of the words above (every
+        // thread that stores the words has stored or seen the values).
+        let values = self.values[segment].load(Ordering::Relaxed);
         Some(Cell {
             // SAFETY: `words` holds `len(segment)` initialised words, and
             // `offset` is below that: `position` is below the limit and in
@@ -203,33 +291,30 @@ impl<T> Column<T> {
         })
     }
 
-    /// The cell at `position`, for a position a lookup read from a sparse
-    /// word: no limit or allocation test, the segment's pointers loaded as
-    /// they are.
+    /// The value cell at `position`, for a position a lookup read from a
+    /// sparse word: no limit or allocation test, no word, the segment found
+    /// by one bit scan (see the module docs).
     ///
     /// # Safety
     /// `position` was read from an `OCCUPIED` sparse word with an Acquire
     /// load (or under `&mut`): the insert that stored it allocated the
     /// position's segment first (see `Claim::publish`), so the segment's
-    /// pointers are non-null and visible here, and the position is below
-    /// the limit.
+    /// values' pointer is non-null and visible here, and the position is
+    /// below the limit.
     #[inline(always)]
-    pub(super) unsafe fn indexed(&self, position: u32) -> Cell<'_, T> {
+    pub(super) unsafe fn value_at(&self, position: u32) -> *mut T {
         debug_assert!(position < self.limit);
-        let (segment, offset) = self.locate(position);
-        // Acquire pairs with the Release CASes in `allocate` (the caller's
-        // Acquire load of the sparse word already orders the allocation
-        // before this; Acquire costs nothing more on x86-64).
-        let words = self.words[segment].load(Ordering::Acquire);
-        let values = self.values[segment].load(Ordering::Acquire);
-        debug_assert!(!words.is_null() && !values.is_null());
-        Cell {
-            // SAFETY: the caller guarantees the segment is allocated, and
-            // `offset` is within it: `position` is below the limit and in
-            // this segment. The segment lives as long as the column.
-            word: unsafe { &*words.add(offset) },
-            value: values.wrapping_add(offset),
-        }
+        // `| 1` changes nothing for a sum of at least `first >= 1`, and
+        // tells the compiler the logarithm is of a non-zero number.
+        let entry = (((position as u64 + self.first) | 1).ilog2() as usize) & (SEGMENTS - 1);
+        // Relaxed: the caller's Acquire load of the sparse word orders the
+        // insert's allocation (its Acquire load or Release CAS of this
+        // pointer) before this load.
+        let biased = self.biased[entry].load(Ordering::Relaxed);
+        debug_assert!(!biased.is_null());
+        // In bounds of the segment's values once unbiased (for a zero-sized
+        // `T`, a dangling pointer, which is enough).
+        biased.wrapping_add(position as usize)
     }
 
     /// The cell at `position`, which an insert or the index says was
@@ -313,12 +398,13 @@ impl<'a, T> Iterator for Runs<'a, T> {
             self.next = segment_end;
             // Acquire pairs with the Release CASes in `allocate`.
             let words = column.words[segment].load(Ordering::Acquire);
-            let values = column.values[segment].load(Ordering::Acquire);
-            if words.is_null() || values.is_null() {
+            if words.is_null() {
                 // Claimed by an insert that has not allocated it yet: no
                 // position in it holds a value.
                 continue;
             }
+            // Relaxed: ordered by the Acquire load of the words above.
+            let values = column.values[segment].load(Ordering::Relaxed);
             let len = (segment_end - start) as usize;
             return Some(Run {
                 // SAFETY: the segment holds `len(segment)` initialised words
@@ -326,6 +412,10 @@ impl<'a, T> Iterator for Runs<'a, T> {
                 // segment and below the limit); it lives as long as the column.
                 words: unsafe { core::slice::from_raw_parts(words.add(offset), len) },
                 values: values.wrapping_add(offset),
+                start,
+                mark_shift: column.mark_shift(segment),
+                offset: offset as u32,
+                marks: &column.marks[segment],
             });
         }
         None

@@ -39,6 +39,9 @@ impl<T> RawDense<T> {
             for lane in self.lanes.iter() {
                 let _ = lane.removals.take_all();
             }
+            // Only a remove marks a part of the column, and each one that
+            // marked counted a hole (it won, or lost to one that did).
+            self.column.clear_marks();
             self.fill_holes(end)
         };
         debug_assert_eq!(u64::from(end - len), holes, "holes miscounted");

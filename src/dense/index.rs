@@ -59,16 +59,17 @@ pub(super) fn all_hold_values(words: impl Iterator<Item = u64>) -> bool {
         < PAST
 }
 
-/// The handle an `OCCUPIED` dense word holds.
+/// The handle an `OCCUPIED` dense word holds: its bits (state 0, the
+/// generation, the index), taken apart and put together again, which the
+/// compiler folds to nothing.
 #[inline(always)]
 pub(super) fn handle_in(word: u64) -> Handle {
-    let word = SlotWord::from_bits(word);
     debug_assert_eq!(
-        word.state(),
+        SlotWord::from_bits(word).state(),
         State::Occupied,
         "a dense word without a value"
     );
-    Handle::new(word.link(), word.generation())
+    Handle::new(word as u32, (word >> 32) as u32)
 }
 
 #[inline(always)]
@@ -107,23 +108,26 @@ impl Lane {
     /// Counts a hole and frees the sparse index `index`, whose slot is
     /// `sparse`, with the vacant word `vacant`: `FREE(g, _)` goes on the
     /// freed list (its link set here), `EXHAUSTED` stays off it for good.
-    /// The caller owns the index (it removed or abandoned its occupant).
+    /// The caller owns the index (it removed or abandoned its occupant),
+    /// and has finished with the position's dense word.
     pub(super) fn free(&self, sparse: &Slot<()>, index: u32, vacant: SlotWord) {
+        // Release, for the stores of the sparse word below: pairs with the
+        // Acquire load (or failed CAS) of a remove that lost to the caller,
+        // which then sees the caller's dense store `REMOVED` (see
+        // `help_remove`). No lookup can match these words.
         if vacant.state() != State::Free {
-            // Relaxed: a store of a word no lookup can match; it is read
-            // under `&mut` only, after everything here.
-            sparse.word.store(vacant.to_bits(), Ordering::Relaxed);
+            sparse.word.store(vacant.to_bits(), Ordering::Release);
             self.note_hole();
             return;
         }
-        // Relaxed throughout: the list is only read under `&mut`, which
-        // happens after every push; lookups read the sparse word only to
-        // see that it is not `OCCUPIED`.
+        // Relaxed for the list: it is only read under `&mut`, which happens
+        // after every push.
         let mut current = self.round.load(Ordering::Relaxed);
         loop {
+            // Release: see above.
             sparse.word.store(
                 vacant.with_link(current as u32).to_bits(),
-                Ordering::Relaxed,
+                Ordering::Release,
             );
             let holes = (current >> 32) as u32;
             match self.round.compare_exchange_weak(

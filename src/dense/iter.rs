@@ -9,7 +9,7 @@ use crate::handle::{Handle, PoolHandle};
 use crate::slot::{drop_catching, keep_first};
 use crate::sync::{AtomicU64, Ordering};
 
-use super::column::Runs;
+use super::column::{Run, Runs};
 use super::index::{all_hold_values, handle_in, holds_value};
 use super::raw::RawDense;
 
@@ -26,6 +26,10 @@ struct Entries<'g, T> {
     words: core::slice::Iter<'g, AtomicU64>,
     /// The value cell of the next word in `words`.
     values: *const T,
+    /// The round's live count when it began: positions below it held
+    /// values then, and only a remove, which marks its position first,
+    /// can have made a hole there since.
+    clean_end: u32,
 }
 
 impl<'g, T> Entries<'g, T> {
@@ -34,6 +38,7 @@ impl<'g, T> Entries<'g, T> {
             runs: raw.column.runs(0, raw.end()),
             words: [].iter(),
             values: core::ptr::null(),
+            clean_end: raw.round.len,
         }
     }
 
@@ -99,54 +104,120 @@ impl<'g, T> Iterator for Entries<'g, T> {
     }
 }
 
-impl<'g, T> Entries<'g, T> {
-    /// [`fold`](Iterator::fold) over the values alone, a block of positions
-    /// at a time: the block's words are loaded first, and a block whose
-    /// every word holds a value is folded as one slice of values, a loop
-    /// the compiler can vectorise. A block with a hole is walked as `next`
-    /// walks it, its words loaded again: each value yielded was in the pool
-    /// when its word was last loaded, and each position yields at most once.
-    #[inline]
-    fn fold_values<B>(self, init: B, mut f: impl FnMut(B, &'g T) -> B) -> B {
-        /// Positions whose words are checked before their values are read.
-        const BLOCK: usize = 32;
-        let mut acc = init;
-        let mut visit = |words: &'g [AtomicU64], values: *const T, mut acc: B| {
-            let mut blocks = words.chunks_exact(BLOCK);
-            let mut start = 0;
-            for block in &mut blocks {
-                // Acquire: as in `next`.
-                let all = all_hold_values(block.iter().map(|word| word.load(Ordering::Acquire)));
-                if all {
-                    // SAFETY: every position of the block held a value when
-                    // its word was loaded (Acquire, so initialised), and the
-                    // guard protects them for 'g (see the type's docs); the
-                    // block lies within the run.
-                    let values = unsafe { core::slice::from_raw_parts(values.add(start), BLOCK) };
-                    acc = values.iter().fold(acc, &mut f);
-                } else {
-                    for (offset, word) in block.iter().enumerate() {
-                        // Acquire: as in `next`.
-                        if holds_value(word.load(Ordering::Acquire)) {
-                            // SAFETY: as in `next`, for this position.
-                            acc = f(acc, unsafe { &*values.add(start + offset) });
-                        }
-                    }
-                }
-                start += BLOCK;
-            }
-            for (offset, word) in blocks.remainder().iter().enumerate() {
+/// Positions whose words are checked before their values are read.
+const BLOCK: usize = 32;
+
+/// Folds the values of `words` (cells from `values` on) whose words hold
+/// one, a block of [`BLOCK`] at a time: the block's words are loaded first,
+/// and a block whose every word holds a value is folded as one slice of
+/// values, a loop the compiler can vectorise. A block with a hole is walked
+/// as `next` walks it, its words loaded again: each value yielded was in
+/// the pool when its word was last loaded, and each position yields at
+/// most once.
+#[inline(always)]
+fn fold_checked<'g, T: 'g, B>(
+    words: &'g [AtomicU64],
+    values: *const T,
+    mut acc: B,
+    f: &mut impl FnMut(B, &'g T) -> B,
+) -> B {
+    let mut blocks = words.chunks_exact(BLOCK);
+    let mut start = 0;
+    for block in &mut blocks {
+        // Acquire: as in `next`.
+        let all = all_hold_values(block.iter().map(|word| word.load(Ordering::Acquire)));
+        if all {
+            // SAFETY: every position of the block held a value when its
+            // word was loaded (Acquire, so initialised), and the guard
+            // protects them for 'g (see `Entries`); the block lies within
+            // the run.
+            let values = unsafe { core::slice::from_raw_parts(values.add(start), BLOCK) };
+            acc = values.iter().fold(acc, &mut *f);
+        } else {
+            for (offset, word) in block.iter().enumerate() {
                 // Acquire: as in `next`.
                 if holds_value(word.load(Ordering::Acquire)) {
-                    // SAFETY: as in `next`.
+                    // SAFETY: as in `next`, for this position.
                     acc = f(acc, unsafe { &*values.add(start + offset) });
                 }
             }
-            acc
+        }
+        start += BLOCK;
+    }
+    for (offset, word) in blocks.remainder().iter().enumerate() {
+        // Acquire: as in `next`.
+        if holds_value(word.load(Ordering::Acquire)) {
+            // SAFETY: as in `next`.
+            acc = f(acc, unsafe { &*values.add(start + offset) });
+        }
+    }
+    acc
+}
+
+/// Folds the values of one run: the parts of its segment that no remove
+/// has marked this round and that lie below `clean_end` as slices of
+/// values, without their words; the rest as [`fold_checked`] does.
+///
+/// Why a part folded unchecked yields only values that were in the pool
+/// during the iteration, each once, and none dropped before the guard is:
+/// every position below `clean_end` held a value when the round began;
+/// inserts never write there; a remove marks its position's part before
+/// its CAS decides, and before it seals the value's batch. The marks are
+/// loaded after the guard's announcement, so either the mark of a remove
+/// is seen here (and its part is checked word by word) or its batch is
+/// sealed after the guard announced, and waits for it (see "Grace by
+/// announcement" in `reclaim.md`: the fences that order the announcement
+/// against the seal order the mark as they order the words). A remove
+/// whose mark is not seen is concurrent with the iteration, whose value
+/// may be yielded.
+#[inline(always)]
+fn fold_run<'g, T: 'g, B>(
+    run: Run<'g, T>,
+    clean_end: u32,
+    mut acc: B,
+    f: &mut impl FnMut(B, &'g T) -> B,
+) -> B {
+    let len = run.words.len();
+    // Words of the run below `clean_end` (positions are below 2^32).
+    let below = (clean_end.saturating_sub(run.start) as usize).min(len);
+    // Relaxed: see above; the guard's announcement orders it.
+    let marks = run.marks.load(Ordering::Relaxed);
+    let (shift, offset) = (run.mark_shift, run.offset as usize);
+    let mut i = 0;
+    while i < below {
+        // The parts from the one holding the run's `i`-th word on: whether
+        // that one is marked, and how many parts in a row are as it is.
+        let part = (offset + i) >> shift;
+        let ahead = marks >> (part & 63);
+        let (marked, parts) = if ahead & 1 == 0 {
+            (false, ahead.trailing_zeros())
+        } else {
+            (true, (!ahead).trailing_zeros())
         };
-        acc = visit(self.words.as_slice(), self.values, acc);
+        let end = (((part + parts as usize) << shift) - offset).min(below);
+        if marked {
+            acc = fold_checked(&run.words[i..end], run.values.wrapping_add(i), acc, f);
+        } else {
+            // SAFETY: positions `i..end` of the run are below `clean_end`,
+            // so held values when the round began, and none of them was
+            // marked (see above): initialised, and protected for 'g by the
+            // guard; the range lies within the run.
+            let values = unsafe { core::slice::from_raw_parts(run.values.add(i), end - i) };
+            acc = values.iter().fold(acc, &mut *f);
+        }
+        i = end;
+    }
+    fold_checked(&run.words[below..], run.values.wrapping_add(below), acc, f)
+}
+
+impl<'g, T> Entries<'g, T> {
+    /// [`fold`](Iterator::fold) over the values alone, a run at a time (see
+    /// [`fold_run`]); what `next` left of a run, checked.
+    #[inline]
+    fn fold_values<B>(self, init: B, mut f: impl FnMut(B, &'g T) -> B) -> B {
+        let mut acc = fold_checked(self.words.as_slice(), self.values, init, &mut f);
         for run in self.runs {
-            acc = visit(run.words, run.values, acc);
+            acc = fold_run(run, self.clean_end, acc, &mut f);
         }
         acc
     }

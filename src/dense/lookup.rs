@@ -1,5 +1,5 @@
-//! Lookups: the sparse word says where to look, the dense word whether the
-//! value is there.
+//! Lookups: the sparse word says whether the value is there and where
+//! (see "Lookups" in the module docs); the column gives its address.
 
 use crate::Guard;
 
@@ -8,39 +8,37 @@ use crate::hint::cold_path;
 use crate::slot::SlotWord;
 use crate::sync::Ordering;
 
-use super::column::Cell;
 use super::index::{handle_in, holds_value, position_for};
 use super::raw::RawDense;
 
 impl<T> RawDense<T> {
-    /// The position and cell of the value `handle` refers to, if it is in
-    /// the pool. Every lookup goes through here.
+    /// The position of the value `handle` refers to, if it is in the pool:
+    /// one load of the sparse word and one comparison. Every lookup goes
+    /// through here.
     #[inline(always)]
-    pub(super) fn find(&self, handle: Handle) -> Option<(u32, Cell<'_, T>)> {
+    pub(super) fn find(&self, handle: Handle) -> Option<u32> {
         // Acquire pairs with the Release store of the sparse word in
-        // `Claim::publish`: the position's segment is allocated.
+        // `Claim::publish`: the value is initialised and its segment
+        // allocated once the word is `OCCUPIED` with the handle's bits.
         let word = self.sparse.find_or(
             handle.index(),
             |slot| slot.word.load(Ordering::Acquire),
             SlotWord::FRESH.to_bits(),
         );
-        let Some(position) = position_for(word, handle) else {
+        position_for(word, handle)
+    }
+
+    /// The value cell of the value `handle` refers to, if it is in the pool.
+    #[inline(always)]
+    fn find_value(&self, handle: Handle) -> Option<*mut T> {
+        let Some(position) = self.find(handle) else {
             cold_path();
             return None;
         };
         // SAFETY: `position` comes from an OCCUPIED sparse word loaded with
-        // Acquire just above, which pairs with the insert's Release store
+        // Acquire in `find`, which pairs with the insert's Release store
         // made after it allocated the position's segment.
-        let cell = unsafe { self.column.indexed(position) };
-        // Acquire pairs with the Release store of the dense word in
-        // `Claim::publish`: the value is initialised once the word matches.
-        if cell.word.load(Ordering::Acquire) == SlotWord::occupied(handle).to_bits() {
-            Some((position, cell))
-        } else {
-            // Removed: the word is a hole's.
-            cold_path();
-            None
-        }
+        Some(unsafe { self.column.value_at(position) })
     }
 
     /// Whether `handle` refers to a value in the pool.
@@ -52,15 +50,16 @@ impl<T> RawDense<T> {
     /// The value `handle` refers to, protected by `guard`.
     #[inline]
     pub(crate) fn get<'g>(&'g self, handle: Handle, _guard: &'g Guard) -> Option<&'g T> {
-        let (_, cell) = self.find(handle)?;
-        // SAFETY: the dense word was OCCUPIED(handle) (an Acquire load), so
+        let value = self.find_value(handle)?;
+        // SAFETY: the sparse word was OCCUPIED(handle) (an Acquire load), so
         // the value is initialised. The guard announced this thread before
-        // that load (a `Guard` can only be made by announcing), so even if
-        // the value is removed now its batch is not reclaimed until the
+        // that load (a `Guard` can only be made by announcing), and a remove
+        // vacates the sparse word before it seals the value's batch, so even
+        // if the value is removed now its batch is not reclaimed until the
         // guard is dropped (see `reclaim.md`); it does not move either,
         // since only `&mut` moves values, which the borrow of `self` for 'g
         // rules out; the column lives as long as that borrow.
-        Some(unsafe { &*cell.value })
+        Some(unsafe { &*value })
     }
 
     /// Calls `f` with the value `handle` refers to, protected for the call
@@ -68,19 +67,19 @@ impl<T> RawDense<T> {
     #[inline]
     pub(crate) fn with<R>(&self, handle: Handle, f: impl FnOnce(&T) -> R) -> Option<R> {
         self.reclaimer.read(|| {
-            let (_, cell) = self.find(handle)?;
-            // SAFETY: the word was OCCUPIED(handle), so the value is
+            let value = self.find_value(handle)?;
+            // SAFETY: the sparse word was OCCUPIED(handle), so the value is
             // initialised; the read's protection began before that load and
-            // lasts until `f` returns, so no reclamation drops it meanwhile,
-            // and only `&mut`, which `&self` rules out, moves it.
-            Some(f(unsafe { &*cell.value }))
+            // lasts until `f` returns, so no reclamation drops it meanwhile
+            // (see `get`), and only `&mut`, which `&self` rules out, moves it.
+            Some(f(unsafe { &*value }))
         })
     }
 
     /// The position of the value `handle` refers to.
     #[inline]
     pub(crate) fn position(&self, handle: Handle) -> Option<u32> {
-        self.find(handle).map(|(position, _)| position)
+        self.find(handle)
     }
 
     /// The handle of the value at `position`, if one is there.
@@ -98,9 +97,9 @@ impl<T> RawDense<T> {
 
     /// The value `handle` refers to, mutably.
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
-        let (_, cell) = self.find(handle)?;
+        let value = self.find_value(handle)?;
         // SAFETY: OCCUPIED means initialised; `&mut self` excludes every
         // other access to the pool for the returned lifetime.
-        Some(unsafe { &mut *cell.value })
+        Some(unsafe { &mut *value })
     }
 }
