@@ -142,6 +142,7 @@ impl<T, H: PoolHandle> DensePool<T, H> {
     /// `max_slots` bounds both the live values and the inserts between two
     /// `&mut` calls.
     #[cfg(any(test, feature = "testing"))]
+    #[doc(hidden)]
     pub fn with_config(config: Config) -> Self {
         Self::from_config(config)
     }
