@@ -364,3 +364,46 @@ fn dense_insert_remove_and_iteration_then_compaction() {
     );
     saw_hole.assert("the iteration skipped a hole");
 }
+
+/// A remove of a handle that an insert is about to hand out (handles are
+/// predictable: `Handle::from_bits`) races the insert's two stores. A
+/// remove decides on the sparse word and then marks the dense word
+/// `REMOVED`; with the sparse word stored first, a remove between the two
+/// stores handed the value to reclamation and the insert's dense store
+/// then brought it back: iterations read it after its drop, and
+/// compaction revived the handle (found by an adversarial review). With
+/// the dense word stored first, a remove that wins leaves nothing to
+/// iterate, and every value is dropped exactly once.
+#[test]
+fn dense_remove_between_an_inserts_two_stores() {
+    explore("dense_remove_between_an_inserts_two_stores", move || {
+        let log = DropLog::new(1);
+        let r = Recorder::new(Arc::clone(&log));
+        let pool = Arc::new(Pool::with_config(tiny()));
+        // The first insert into an empty pool gets index 0, generation 1.
+        let forged = Handle::from_bits(1u64 << 32).expect("a handle");
+        let remover = {
+            let pool = Arc::clone(&pool);
+            spawn_parked(move || pool.remove(forged))
+        };
+        let h = pool.insert(r.value(0));
+        assert_eq!(h, forged);
+        let removed = remover.finished();
+        {
+            let guard = pin();
+            let items: Vec<(Handle, Id)> = pool.iter(&guard).map(|(h, v)| (h, v.id())).collect();
+            if removed {
+                assert!(!pool.contains(h));
+                assert!(items.is_empty(), "a removed value iterated: {items:?}");
+            } else {
+                assert!(pool.contains(h));
+            }
+        }
+        remover.release();
+        let mut pool = Arc::try_unwrap(pool).ok().expect("sole owner");
+        pool.compact();
+        assert_eq!(pool.contains(h), !removed, "compaction kept the outcome");
+        drop(pool);
+        log.assert_each_dropped_once();
+    });
+}

@@ -27,29 +27,39 @@ impl<T> Claim<'_, T> {
         Handle::new(self.index, self.generation)
     }
 
-    /// Writes the value and makes it visible: the insert's linearization
-    /// point is the dense word's store.
+    /// Writes the value and makes it visible: the dense word first, then
+    /// the sparse word, whose store is the insert's linearization point for
+    /// lookups and removes (an iteration may yield the value a moment
+    /// before).
     #[inline]
     pub(super) fn publish(self, value: T) -> Handle {
         // SAFETY: the position is this claim's alone (one `fetch_add` drew
         // it, and positions are not reused within a round): its word is
         // `FRESH`, its cell holds no value, and nobody reads the cell until
-        // the dense word below says `OCCUPIED`.
+        // a word below says `OCCUPIED`.
         unsafe { self.cell.value.write(value) };
         let handle = self.handle();
+        // The dense word before the sparse word. A remove decides on the
+        // sparse word alone, then swaps the dense word to `REMOVED`: had
+        // it found the sparse word `OCCUPIED` with the dense word still
+        // `FRESH`, it would hand the value to reclamation, and the store
+        // below would then bring the dropped value back to iterations and
+        // compaction (loom: `dense_remove_between_an_inserts_two_stores`).
+        // Release pairs with the Acquire loads of the dense word
+        // (iteration, `handle_at`): the value is written before an
+        // iteration yields it.
+        self.cell
+            .word
+            .store(SlotWord::occupied(handle).to_bits(), Ordering::Release);
         // Release pairs with the Acquire loads of the sparse word in
-        // lookups and removes: the position's segment was allocated before
-        // a thread that learns the position from this word uses it.
+        // lookups and with the remove's CAS: the value is written, the
+        // dense word says `OCCUPIED` and the position's segment is
+        // allocated before a thread that learns the position from this
+        // word uses it.
         self.sparse.word.store(
             occupied_at(self.generation, self.position).to_bits(),
             Ordering::Release,
         );
-        // Release pairs with the Acquire loads of the dense word (lookups,
-        // iteration, `handle_at`) and with the remove's CAS: the value is
-        // written before the handle resolves.
-        self.cell
-            .word
-            .store(SlotWord::occupied(handle).to_bits(), Ordering::Release);
         handle
     }
 
