@@ -129,6 +129,50 @@ fn nested_one_call_read_keeps_the_outer_announcement() {
     .check("nested_one_call_read_keeps_the_outer_announcement");
 }
 
+/// One horizon for a look at two stripes (see "One horizon per look" in
+/// `docs/reclaim.md`). The spawned thread removes value 1, sealing a batch
+/// on its own stripe, and flushes: the flush reads the readers' horizon at
+/// its own stripe, the first with a sealed batch, and judges the reader's
+/// stripe against that same horizon. The reader removes value 0 from
+/// inside its own one-call read of it, sealing value 0's batch on its
+/// stripe while the read lasts, before or after the horizon was read:
+/// value 0 is read intact, and dropped once, after the read.
+#[test]
+fn a_flushs_one_horizon_judges_a_second_stripe_while_a_read_holds_it() {
+    Model {
+        config: config(),
+        values: 3,
+        setup: setup(|pool, r| {
+            r.insert(pool, 0);
+            r.insert(pool, 1);
+        }),
+        threads: vec![
+            step(|pool, r| {
+                assert!(r.remove(pool, 1));
+                r.flush(pool);
+                r.insert(pool, 2);
+            }),
+            step(|pool, r| {
+                let handle = r.handle(0);
+                let read = pool.with(handle, |value| {
+                    let first = value.id();
+                    assert!(r.remove(pool, 0));
+                    assert_eq!(value.id(), first, "value 0 changed under its read");
+                    first
+                });
+                assert_eq!(read, Some(0));
+            }),
+        ],
+        teardown: teardown(|pool, r| {
+            r.flush(pool);
+            assert_eq!(r.log().drops(0), 1, "value 0 dropped once the read is over");
+            assert_eq!(r.log().drops(1), 1, "value 1 dropped once");
+            r.observe_all(pool);
+        }),
+    }
+    .check("a_flushs_one_horizon_judges_a_second_stripe_while_a_read_holds_it");
+}
+
 /// The same race with the reader on a thread numbered past the stripe
 /// count (one stripe; the spawned reader is thread 1), which has no word
 /// and pins instead: the guard's announcement holds the reclamation back.
