@@ -253,7 +253,7 @@ impl Reclaimer {
         horizon: &mut Horizon,
     ) -> Reclaimed {
         let mut free = None;
-        let found = self.reclaim_below(stripe, horizon, |batch| {
+        let found = self.reclaim_ready_with(stripe, horizon, |batch| {
             free = reclaim_batch(storage, batch, max_generation, free.take());
         });
         Reclaimed { found, free }
@@ -266,17 +266,9 @@ impl Reclaimer {
     /// for slots that live elsewhere (a dense pool's positions, see
     /// `dense`). Costs one load when nothing is sealed, and a fence and a
     /// load per announcement otherwise.
+    ///
+    /// The horizon is `horizon`'s, read now if it was not yet.
     pub(crate) fn reclaim_ready_with(
-        &self,
-        stripe: StripeIndex,
-        reclaim: impl FnMut(SealedBatch),
-    ) -> bool {
-        self.reclaim_below(stripe, &mut Horizon::unread(), reclaim)
-    }
-
-    /// [`reclaim_ready_with`](Self::reclaim_ready_with) against `horizon`,
-    /// read now if it was not yet.
-    fn reclaim_below(
         &self,
         stripe: StripeIndex,
         horizon: &mut Horizon,

@@ -4,7 +4,7 @@
 use crate::handle::Handle;
 use crate::hint::cold_path;
 use crate::lists::SealedBatch;
-use crate::reclaim::DroppingReclaimed;
+use crate::reclaim::{DroppingReclaimed, Horizon};
 use crate::slot::{discard, drop_catching, SlotWord, State, NIL};
 use crate::stripe::StripeIndex;
 use crate::sync::Ordering;
@@ -88,7 +88,7 @@ impl<T> RawDense<T> {
         if let Some(full) = sealed {
             self.reclaimer.seal(home, full);
             // Values are dropped last, the pool consistent.
-            self.reclaim(home);
+            self.reclaim(home, &mut Horizon::unread());
         }
         true
     }
@@ -122,12 +122,12 @@ impl<T> RawDense<T> {
         );
     }
 
-    /// Reclaims `stripe`'s sealed batches that no reader can still see:
-    /// drops their values, their positions stay holes. Returns whether
-    /// there were any.
-    pub(super) fn reclaim(&self, stripe: StripeIndex) -> bool {
+    /// Reclaims `stripe`'s sealed batches that no reader can still see,
+    /// judged against `horizon` (read now if it was not yet): drops their
+    /// values, their positions stay holes. Returns whether there were any.
+    pub(super) fn reclaim(&self, stripe: StripeIndex, horizon: &mut Horizon) -> bool {
         self.reclaimer
-            .reclaim_ready_with(stripe, |batch| self.reclaim_batch(batch))
+            .reclaim_ready_with(stripe, horizon, |batch| self.reclaim_batch(batch))
     }
 
     /// Drops the values of a batch no reader can still see and marks their
@@ -175,8 +175,10 @@ impl<T> RawDense<T> {
                 self.reclaimer.seal(stripe, batch);
             }
         }
+        // One horizon for every stripe, read after every seal above.
+        let mut horizon = Horizon::unread();
         for stripe in self.stripes.all_from(home) {
-            self.reclaim(stripe);
+            self.reclaim(stripe, &mut horizon);
         }
     }
 }

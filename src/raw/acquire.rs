@@ -117,7 +117,7 @@ impl<T> RawPool<T> {
     #[cold]
     pub(super) fn acquire_slow(&self, home: StripeIndex) -> Option<Acquired<'_, T>> {
         crate::events::count(crate::events::Event::AcquireSlow);
-        let grow = match self.find_reusable(home) {
+        let grow = match self.find_reusable(home, &mut Horizon::unread()) {
             Ok(found) => return Some(found),
             Err(grow) => grow,
         };

@@ -49,10 +49,14 @@ impl<T> RawPool<T> {
     /// `design.md`, "Memory under churn"), memory and not time.
     ///
     /// Each look at the stripes, up to a pause, judges them all against
-    /// one horizon of the readers (see `Horizon`).
-    pub(super) fn find_reusable(&self, home: StripeIndex) -> Result<Acquired<'_, T>, Grow> {
-        let mut horizon = Horizon::unread();
-        if self.reclaim_into(home, home, &mut horizon) {
+    /// one horizon of the readers (see `Horizon`): the first look's is
+    /// `horizon`, the caller's (read now if it was not yet).
+    pub(super) fn find_reusable(
+        &self,
+        home: StripeIndex,
+        horizon: &mut Horizon,
+    ) -> Result<Acquired<'_, T>, Grow> {
+        if self.reclaim_into(home, home, horizon) {
             if let Some(found) = self.pop_from(home) {
                 return Ok(found);
             }
@@ -66,14 +70,14 @@ impl<T> RawPool<T> {
         // much slower so: docs/perf/0011). A stripe looks quiet for a moment
         // while its thread flushes or reclaims, so quiet is not enough.
         // Growing a little costs less, until reclamation is behind.
-        if let Some(found) = self.take_from_others(home, Take::QuietOnly, &mut horizon) {
+        if let Some(found) = self.take_from_others(home, Take::QuietOnly, horizon) {
             return Ok(found);
         }
         let grow = Grow(self.config.fresh_block);
         if !self.reclamation_is_behind() {
             return Err(grow);
         }
-        if let Some(found) = self.take_from_others(home, Take::Any, &mut horizon) {
+        if let Some(found) = self.take_from_others(home, Take::Any, horizon) {
             return Ok(found);
         }
         if self.reclaimer.held_back_here() {

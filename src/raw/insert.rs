@@ -345,14 +345,16 @@ impl<T> RawPool<T> {
                 count,
             })
         };
+        // One horizon for the home stripe's batches and the search after.
+        let mut horizon = Horizon::unread();
         let run = popped()
             .or_else(|| {
-                self.reclaim_into(home, home, &mut Horizon::unread())
+                self.reclaim_into(home, home, &mut horizon)
                     .then(popped)
                     .flatten()
             })
             .or_else(|| {
-                let single = self.find_reusable(home).ok()?;
+                let single = self.find_reusable(home, &mut horizon).ok()?;
                 Some(Run::Popped {
                     next: single.index,
                     count: 1,
