@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use handle_pool::{pin, Config, DensePool, Handle};
 
-use super::harness::{explore, spawn_parked, DropLog, Reached, Recorder, Tracked};
+use super::harness::{explore, explore_with, spawn_parked, DropLog, Reached, Recorder, Tracked};
 use super::history::Id;
 
 type Pool = DensePool<Tracked>;
@@ -406,4 +406,101 @@ fn dense_remove_between_an_inserts_two_stores() {
         drop(pool);
         log.assert_each_dropped_once();
     });
+}
+
+/// A pool whose values' region holds segments 1 and 2 (positions 1 to 6),
+/// with segments of 1, 2, 4… positions.
+fn with_region() -> Config {
+    Config {
+        flat_slots: 6,
+        ..tiny()
+    }
+}
+
+/// The values' region: two appends race into the second segment, the
+/// first past the first, so both decide the region (one installs its
+/// decision, the other drops its own) and allocate the segment in it.
+/// Afterwards both values are found through the region, at positions 1
+/// and 2, the region's values are one slice, and every value (and the
+/// losing decision's room) is dropped or freed once.
+#[test]
+fn dense_racing_appends_decide_the_values_region() {
+    explore("dense_racing_appends_decide_the_values_region", move || {
+        let log = DropLog::new(3);
+        let r = Recorder::new(Arc::clone(&log));
+        let pool = Arc::new(Pool::with_config(with_region()));
+        let h0 = pool.insert(r.value(0));
+        let appenders: Vec<_> = [1, 2]
+            .map(|id| {
+                let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
+                spawn_parked(move || pool.insert(r.value(id)))
+            })
+            .into_iter()
+            .collect();
+        let (h1, h2) = (appenders[0].finished(), appenders[1].finished());
+        {
+            let guard = pin();
+            assert_eq!(pool.get(h1, &guard).map(Tracked::id), Some(1));
+            assert_eq!(pool.get(h2, &guard).map(Tracked::id), Some(2));
+        }
+        let mut positions = [pool.position(h1).unwrap(), pool.position(h2).unwrap()];
+        positions.sort_unstable();
+        assert_eq!(positions, [1, 2]);
+        let mut pool = Arc::into_inner(pool).expect("the appenders let go");
+        let slices: Vec<usize> = pool.as_mut_slices().map(|s| s.len()).collect();
+        assert_eq!(slices, [1, 2], "the region's values are one slice");
+        assert_holds_exactly(&mut pool, &[(h0, 0), (h1, 1), (h2, 2)]);
+        drop(pool);
+        log.assert_each_dropped_once();
+        for appender in appenders {
+            appender.release();
+        }
+    });
+}
+
+/// A lookup through the values' region races two appends into its first
+/// segment: whichever allocates the segment stores the region's base and
+/// length before it publishes the segment, so the other append, which
+/// publishes its value after seeing the segment, has them ordered before
+/// its handle too. The main thread looks up both handles the appends will
+/// get (indices 1 and 2, generation 1, whichever gets which): a value
+/// found is intact and one of the two. Fails (a lookup reads the length
+/// but not the base, and follows a dangling pointer) if the allocator
+/// stores them after publishing the segment. Preemptions capped at 2: three
+/// threads.
+#[test]
+fn dense_a_lookup_through_the_values_region_races_its_decision() {
+    explore_with(
+        "dense_a_lookup_through_the_values_region_races_its_decision",
+        Some(2),
+        move || {
+            let log = DropLog::new(3);
+            let r = Recorder::new(Arc::clone(&log));
+            let pool = Arc::new(Pool::with_config(with_region()));
+            pool.insert(r.value(0));
+            let appenders: Vec<_> = [1, 2]
+                .map(|id| {
+                    let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
+                    spawn_parked(move || pool.insert(r.value(id)))
+                })
+                .into_iter()
+                .collect();
+            let forged =
+                [1u64, 2].map(|index| Handle::from_bits(1u64 << 32 | index).expect("a handle"));
+            {
+                let guard = pin();
+                for h in forged {
+                    if let Some(value) = pool.get(h, &guard) {
+                        assert!([1, 2].contains(&value.id()));
+                    }
+                }
+            }
+            for appender in appenders {
+                assert!(forged.contains(&appender.finished()));
+                appender.release();
+            }
+            drop(Arc::into_inner(pool).expect("the appenders let go"));
+            log.assert_each_dropped_once();
+        },
+    );
 }

@@ -1,19 +1,24 @@
 //! The dense column: positions in segments that never move, each segment
-//! a run of words and, apart from it, a run of values, so the values of a
-//! segment are one slice (see "Two tables" in the module docs).
+//! a run of words and, apart from it, a run of values (see "Two tables"
+//! and "The values' region" in the module docs).
 //!
 //! The pool's slot storage (`storage`) keeps a value beside its word, which
 //! makes a lookup one cache line but can never give `&mut [T]`; here the
-//! words and the values of a segment are two allocations. Segment `k`
-//! holds `first << k` positions from `first * (2^k - 1)` on, so a position
-//! finds its segment with one add and one bit scan, and a column of `n`
-//! positions is about `log2(n / first)` slices.
+//! words and the values are apart. Segment `k` holds `first << k`
+//! positions from `first * (2^k - 1)` on, so a position finds its segment
+//! with one add and one bit scan. The first segment's values are an
+//! allocation of their own; a column that outgrows it reserves its
+//! *values' region* ([`FlatValues`]), where the values of the segments
+//! from the second on lie one after another: a lookup there finds its
+//! value with a subtraction and a comparison, and the values of those
+//! segments are one slice. Where no region can be had, each segment's
+//! values are an allocation of their own.
 //!
-//! A lookup needs only the value's address: a second table keeps each
-//! segment's values' pointer *biased* by the segment's first position (the
-//! address position 0 would have if the segment reached down to it), and
-//! is indexed by the bit scan itself, so a position's value is one add, one
-//! bit scan, one load from the table and one scaled add away.
+//! Every position's value is also reachable through a second table, which
+//! keeps each segment's values' pointer *biased* by the segment's first
+//! position (the address position 0 would have if the segment reached down
+//! to it), indexed by the bit scan itself: one add, one bit scan, one load
+//! from the table and one scaled add. Lookups outside the region take it.
 //!
 //! Each segment also has a word of *marks*, one bit per 64th of the
 //! segment: a remove sets its position's bit before it decides, so an
@@ -26,7 +31,9 @@ use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use std::alloc::{self, Layout};
 
-use crate::sync::{AtomicPtr, AtomicU64, Ordering};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use super::flat::FlatValues;
 
 /// Entries of the segment tables: with a first segment of `1 << shift`
 /// positions, position `p` is in segment `log2(p + first) - shift`, below
@@ -54,6 +61,22 @@ pub(super) struct Column<T> {
     /// the segment's `b`-th 64th (of at least one position) has begun this
     /// round. Cleared under `&mut` only, when the round ends.
     marks: [AtomicU64; SEGMENTS],
+    /// The values' region, null until the column first allocates a segment
+    /// past its first, then the decision for good (a region, or none:
+    /// [`FlatValues::len`] 0). Freed with the column.
+    flat: AtomicPtr<FlatValues<T>>,
+    /// The decision's [`FlatValues::base`] and [`FlatValues::len`], for
+    /// lookups: the region's base while `flat_len` says positions
+    /// `first..first + flat_len` are in it; 0 until decided, and where
+    /// there is no region. Each is stored (the same value by every thread
+    /// that allocates a segment past the first) before a segment past the
+    /// first is published, and only ever changes from its initial value to
+    /// the decision's.
+    flat_base: AtomicPtr<T>,
+    flat_len: AtomicU32,
+    /// At most this many positions past the first segment go to the
+    /// values' region (`Config::flat_slots`).
+    flat_cap: u32,
     /// log2 of the first segment's length.
     shift: u32,
     /// The first segment's length, `1 << shift`.
@@ -87,6 +110,10 @@ pub(super) struct Run<'a, T> {
     pub(super) mark_shift: u32,
     /// The segment's marks (see [`Column::mark`]).
     pub(super) marks: &'a AtomicU64,
+    /// Whether the run's values lie in the values' region, where they
+    /// continue the previous segment's in the same allocation (unless that
+    /// is the first segment): what lets two runs be one slice.
+    pub(super) in_region: bool,
 }
 
 impl<'a, T> Run<'a, T> {
@@ -106,14 +133,19 @@ impl<'a, T> Run<'a, T> {
 
 impl<T> Column<T> {
     /// A column of `limit` positions whose first segment holds
-    /// `1 << first_shift` (below 31).
-    pub(super) fn new(first_shift: u32, limit: u32) -> Self {
+    /// `1 << first_shift` (below 31), with a values' region for at most
+    /// `flat_cap` positions past the first segment.
+    pub(super) fn new(first_shift: u32, limit: u32, flat_cap: u32) -> Self {
         assert!(first_shift < 31, "a first segment below 2^31 positions");
         Column {
             words: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             values: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             biased: core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             marks: core::array::from_fn(|_| AtomicU64::new(0)),
+            flat: AtomicPtr::new(ptr::null_mut()),
+            flat_base: AtomicPtr::new(ptr::null_mut()),
+            flat_len: AtomicU32::new(0),
+            flat_cap,
             shift: first_shift,
             first: 1 << first_shift,
             limit,
@@ -210,7 +242,10 @@ impl<T> Column<T> {
         // Acquire pairs with the Release CAS below, for the winner's pointer.
         let mut values = self.values[segment].load(Ordering::Acquire);
         if values.is_null() {
-            let ours = new_values::<T>(len);
+            let (ours, shared) = match self.in_region(segment) {
+                Some(values) => (values, true),
+                None => (new_values::<T>(len), false),
+            };
             // Release pairs with the Acquire loads of this pointer (only the
             // pointer is published: the values are uninitialised); Acquire
             // on failure, for the winner's pointer.
@@ -222,9 +257,14 @@ impl<T> Column<T> {
             ) {
                 Ok(_) => ours,
                 Err(winners) => {
-                    // SAFETY: `ours` came from `new_values(len)` just above
-                    // and was never shared: we lost the race.
-                    unsafe { free_values(ours, len) };
+                    if shared {
+                        // Every thread computes the same cells in the region.
+                        debug_assert_eq!(winners, ours);
+                    } else {
+                        // SAFETY: `ours` came from `new_values(len)` just
+                        // above and was never shared: we lost the race.
+                        unsafe { free_values(ours, len) };
+                    }
                     winners
                 }
             };
@@ -251,6 +291,79 @@ impl<T> Column<T> {
                 drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(words, len)) });
             }
         }
+    }
+
+    /// The column's values' region, decided now if it was not yet: the
+    /// first thread to allocate a segment past the first reserves it, and
+    /// a thread that loses the race to install its own drops it.
+    #[cold]
+    pub(super) fn flat(&self) -> &FlatValues<T> {
+        // Acquire pairs with the Release CAS below: the decision's fields
+        // are initialised.
+        let mut flat = self.flat.load(Ordering::Acquire);
+        if flat.is_null() {
+            let ours = Box::into_raw(Box::new(FlatValues::<T>::reserve(
+                self.first,
+                self.limit,
+                self.flat_cap,
+            )));
+            // Release pairs with the Acquire loads of the decision (here);
+            // Acquire on failure, for the winner's.
+            flat = match self.flat.compare_exchange(
+                ptr::null_mut(),
+                ours,
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => ours,
+                Err(winners) => {
+                    // SAFETY: `ours` came from `Box::into_raw` just above
+                    // and was never shared: we lost the race.
+                    drop(unsafe { Box::from_raw(ours) });
+                    winners
+                }
+            };
+        }
+        // SAFETY: a decision, once installed, lives as long as the column.
+        unsafe { &*flat }
+    }
+
+    /// Segment `segment`'s values in the values' region, made usable, if
+    /// the region holds the segment (whole); `None` for the first segment,
+    /// and for those the region does not hold.
+    fn in_region(&self, segment: usize) -> Option<*mut T> {
+        if segment == 0 {
+            return None;
+        }
+        let flat = self.flat();
+        // Relaxed: these are ordered before the segment's publication by
+        // the Release CAS of its values' pointer and of its words, which
+        // follow (see `flat_base`): every thread stores the same values.
+        self.flat_base.store(flat.base(), Ordering::Relaxed);
+        self.flat_len.store(flat.len(), Ordering::Relaxed);
+        let end = (self.start(segment) + self.len(segment) as u64 - self.first) as u32;
+        if end > flat.len() {
+            return None;
+        }
+        if !flat.commit(end) {
+            alloc::handle_alloc_error(values_layout::<T>(self.len(segment)));
+        }
+        let offset = (self.start(segment) - self.first) as usize;
+        // In bounds of the region: `offset + len(segment)` is `end`, at most
+        // its length (for a zero-sized `T` there is no region).
+        Some(flat.base().wrapping_add(offset))
+    }
+
+    /// Whether segment `segment`'s values lie in the values' region (under
+    /// `&mut`, or for a segment whose words were seen).
+    fn is_in_region(&self, segment: usize) -> bool {
+        // Acquire: as in `flat`.
+        let flat = self.flat.load(Ordering::Acquire);
+        // SAFETY: a decision, once installed, lives as long as the column.
+        segment > 0
+            && !flat.is_null()
+            && self.start(segment) + self.len(segment) as u64 - self.first
+                <= u64::from(unsafe { &*flat }.len())
     }
 
     /// Makes sure every position below `end` (at most the limit) is allocated.
@@ -292,8 +405,9 @@ impl<T> Column<T> {
     }
 
     /// The value cell at `position`, for a position a lookup read from a
-    /// sparse word: no limit or allocation test, no word, the segment found
-    /// by one bit scan (see the module docs).
+    /// sparse word: no limit or allocation test, no word; in the values'
+    /// region its distance from `first`, elsewhere the segment found by one
+    /// bit scan (see the module docs).
     ///
     /// # Safety
     /// `position` was read from an `OCCUPIED` sparse word with an Acquire
@@ -302,19 +416,40 @@ impl<T> Column<T> {
     /// values' pointer is non-null and visible here, and the position is
     /// below the limit.
     #[inline(always)]
-    pub(super) unsafe fn value_at(&self, position: u32) -> *mut T {
+    pub(super) unsafe fn value_at(&self, position: u32) -> NonNull<T> {
         debug_assert!(position < self.limit);
-        // `| 1` changes nothing for a sum of at least `first >= 1`, and
-        // tells the compiler the logarithm is of a non-zero number.
-        let entry = (((position as u64 + self.first) | 1).ilog2() as usize) & (SEGMENTS - 1);
+        // Past the first segment, in the values' region: its base plus the
+        // distance from `first` (below the first segment the distance
+        // wraps past every length).
+        let past_first = u64::from(position).wrapping_sub(self.first);
         // Relaxed: the caller's Acquire load of the sparse word orders the
-        // insert's allocation (its Acquire load or Release CAS of this
-        // pointer) before this load.
-        let biased = self.biased[entry].load(Ordering::Relaxed);
-        debug_assert!(!biased.is_null());
-        // In bounds of the segment's values once unbiased (for a zero-sized
-        // `T`, a dangling pointer, which is enough).
-        biased.wrapping_add(position as usize)
+        // allocation of the position's segment, after which both were
+        // stored (see `flat_base`), before these loads: for a position in
+        // the region both are the decision's. A length still 0, or one the
+        // position is past, sends it to the table, which is right for every
+        // position.
+        let value = if past_first < u64::from(self.flat_len.load(Ordering::Relaxed)) {
+            self.flat_base
+                .load(Ordering::Relaxed)
+                .wrapping_add(past_first as usize)
+        } else {
+            // `| 1` changes nothing for a sum of at least `first >= 1`, and
+            // tells the compiler the logarithm is of a non-zero number.
+            let entry = (((position as u64 + self.first) | 1).ilog2() as usize) & (SEGMENTS - 1);
+            // Relaxed: the caller's Acquire load of the sparse word orders
+            // the insert's allocation (its Acquire load or Release CAS of
+            // this pointer) before this load.
+            let biased = self.biased[entry].load(Ordering::Relaxed);
+            debug_assert!(!biased.is_null());
+            // In bounds of the segment's values once unbiased.
+            biased.wrapping_add(position as usize)
+        };
+        // SAFETY: either way a cell of an allocation the column holds (the
+        // region's, or the segment's), which is not at address 0 (for a
+        // zero-sized `T`, the dangling pointer plus nothing): the region's
+        // base is a non-null mapping or allocation, and the segment's
+        // values come from the allocator or are dangling.
+        unsafe { NonNull::new_unchecked(value) }
     }
 
     /// The cell at `position`, which an insert or the index says was
@@ -337,6 +472,15 @@ impl<T> Column<T> {
             column: self,
             next: start,
             end: end.min(self.limit),
+        }
+    }
+
+    /// The values of the allocated positions in `start..end`, as runs of
+    /// memory (see [`ValueRuns`]).
+    pub(super) fn value_runs(&self, start: u32, end: u32) -> ValueRuns<'_, T> {
+        ValueRuns {
+            runs: self.runs(start, end),
+            next: None,
         }
     }
 
@@ -406,6 +550,14 @@ impl<'a, T> Iterator for Runs<'a, T> {
             // Relaxed: ordered by the Acquire load of the words above.
             let values = column.values[segment].load(Ordering::Relaxed);
             let len = (segment_end - start) as usize;
+            // Relaxed: ordered by the Acquire load of the words above (their
+            // allocator stored it first, see `flat_base`); the length only
+            // ever changes from 0 to the decision's, so one seen covering
+            // the segment is the decision's.
+            let flat_len = column.flat_len.load(Ordering::Relaxed);
+            let in_region = segment > 0
+                && column.start(segment) + column.len(segment) as u64 - column.first
+                    <= u64::from(flat_len);
             return Some(Run {
                 // SAFETY: the segment holds `len(segment)` initialised words
                 // from `offset` on at least `len` (the range ends within the
@@ -416,9 +568,42 @@ impl<'a, T> Iterator for Runs<'a, T> {
                 mark_shift: column.mark_shift(segment),
                 offset: offset as u32,
                 marks: &column.marks[segment],
+                in_region,
             });
         }
         None
+    }
+}
+
+/// The values of the allocated positions of a range, as runs of memory:
+/// consecutive runs in the values' region make one (their values are one
+/// allocation, one after another). From [`Column::value_runs`].
+pub(super) struct ValueRuns<'a, T> {
+    runs: Runs<'a, T>,
+    /// A run taken from `runs` that did not continue the one before it.
+    next: Option<Run<'a, T>>,
+}
+
+impl<'a, T> Iterator for ValueRuns<'a, T> {
+    /// The first value cell and the count of cells.
+    type Item = (*mut T, usize);
+
+    #[inline]
+    fn next(&mut self) -> Option<(*mut T, usize)> {
+        let first = self.next.take().or_else(|| self.runs.next())?;
+        let mut len = first.words.len();
+        for run in self.runs.by_ref() {
+            let continues = first.in_region
+                && run.in_region
+                && run.start as usize == first.start as usize + len
+                && run.values == first.values.wrapping_add(len);
+            if !continues {
+                self.next = Some(run);
+                break;
+            }
+            len += run.words.len();
+        }
+        Some((first.values, len))
     }
 }
 
@@ -437,12 +622,20 @@ impl<T> Drop for Column<T> {
                 drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(words, len)) });
             }
             let values = self.values[segment].load(Ordering::Relaxed);
-            if !values.is_null() {
+            if !values.is_null() && !self.is_in_region(segment) {
                 // SAFETY: `values` came from `new_values(len)` in `allocate`;
                 // the pool has dropped every value in it (a column never
                 // drops values), and no one else uses it.
                 unsafe { free_values(values, len) };
             }
+        }
+        // Relaxed: `&mut self`.
+        let flat = self.flat.load(Ordering::Relaxed);
+        if !flat.is_null() {
+            // SAFETY: the decision came from `Box::into_raw` in `flat`, and
+            // `&mut self` means no one else uses it or the values in it
+            // (the pool has dropped every one).
+            drop(unsafe { Box::from_raw(flat) });
         }
     }
 }
@@ -489,7 +682,7 @@ fn values_layout<T>(len: usize) -> Layout {
 }
 
 /// Room for `len` values, uninitialised (dangling when it takes no bytes).
-fn new_values<T>(len: usize) -> *mut T {
+pub(super) fn new_values<T>(len: usize) -> *mut T {
     let layout = values_layout::<T>(len);
     if layout.size() == 0 {
         return NonNull::dangling().as_ptr();
@@ -507,7 +700,7 @@ fn new_values<T>(len: usize) -> *mut T {
 /// # Safety
 /// `values` came from `new_values::<T>(len)`, holds no value that still
 /// needs dropping, and is not used afterwards.
-unsafe fn free_values<T>(values: *mut T, len: usize) {
+pub(super) unsafe fn free_values<T>(values: *mut T, len: usize) {
     let layout = values_layout::<T>(len);
     if layout.size() != 0 {
         // SAFETY: the caller guarantees `values` came from `alloc` with this

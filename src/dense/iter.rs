@@ -9,7 +9,7 @@ use crate::handle::{Handle, PoolHandle};
 use crate::slot::{drop_catching, keep_first};
 use crate::sync::{AtomicU64, Ordering};
 
-use super::column::{Run, Runs};
+use super::column::{Run, Runs, ValueRuns};
 use super::index::{all_hold_values, handle_in, holds_value};
 use super::raw::RawDense;
 
@@ -154,9 +154,75 @@ fn fold_checked<'g, T: 'g, B>(
     acc
 }
 
+/// Values to be folded as one slice, read without their words: parts of
+/// runs that follow one another in one allocation (a segment, or the
+/// values' region across segments) join here, so that a compacted pool's
+/// values in the region are one loop, not one per segment.
+struct Pending<T> {
+    values: *const T,
+    len: usize,
+    /// Whether the cells lie in the values' region.
+    in_region: bool,
+}
+
+impl<T> Pending<T> {
+    fn new() -> Self {
+        Pending {
+            values: core::ptr::null(),
+            len: 0,
+            in_region: false,
+        }
+    }
+
+    /// Adds `len` cells from `values` on, each of them initialised and
+    /// protected for 'g (see [`fold_run`]), in one allocation with the
+    /// pending ones if `same` says so and they follow them (else the
+    /// pending ones are folded first, to keep position order).
+    #[inline(always)]
+    fn add<'g, B>(
+        &mut self,
+        values: *const T,
+        len: usize,
+        same: bool,
+        acc: B,
+        f: &mut impl FnMut(B, &'g T) -> B,
+    ) -> B
+    where
+        T: 'g,
+    {
+        if same && self.len > 0 && values == self.values.wrapping_add(self.len) {
+            self.len += len;
+            return acc;
+        }
+        let acc = self.flush(acc, f);
+        self.values = values;
+        self.len = len;
+        acc
+    }
+
+    /// Folds the pending values.
+    #[inline(always)]
+    fn flush<'g, B>(&mut self, acc: B, f: &mut impl FnMut(B, &'g T) -> B) -> B
+    where
+        T: 'g,
+    {
+        let len = core::mem::take(&mut self.len);
+        if len == 0 {
+            return acc;
+        }
+        // SAFETY: `add` joined only cells of one allocation that follow one
+        // another, each initialised and protected for 'g (its caller's
+        // contract).
+        let values = unsafe { core::slice::from_raw_parts(self.values, len) };
+        values.iter().fold(acc, f)
+    }
+}
+
 /// Folds the values of one run: the parts of its segment that no remove
 /// has marked this round and that lie below `clean_end` as slices of
-/// values, without their words; the rest as [`fold_checked`] does.
+/// values, without their words (through `pending`, which joins them with
+/// the parts before them in the same allocation); the rest as
+/// [`fold_checked`] does.
 ///
 /// Why a part folded unchecked yields only values that were in the pool
 /// during the iteration, each once, and none dropped before the guard is:
@@ -174,6 +240,7 @@ fn fold_checked<'g, T: 'g, B>(
 fn fold_run<'g, T: 'g, B>(
     run: Run<'g, T>,
     clean_end: u32,
+    pending: &mut Pending<T>,
     mut acc: B,
     f: &mut impl FnMut(B, &'g T) -> B,
 ) -> B {
@@ -183,6 +250,8 @@ fn fold_run<'g, T: 'g, B>(
     // Relaxed: see above; the guard's announcement orders it.
     let marks = run.marks.load(Ordering::Relaxed);
     let (shift, offset) = (run.mark_shift, run.offset as usize);
+    // Within the run, and from the run before if both are in the region.
+    let mut same = run.in_region && pending.in_region;
     let mut i = 0;
     while i < below {
         // The parts from the one holding the run's `i`-th word on: whether
@@ -196,18 +265,24 @@ fn fold_run<'g, T: 'g, B>(
         };
         let end = (((part + parts as usize) << shift) - offset).min(below);
         if marked {
+            acc = pending.flush(acc, f);
             acc = fold_checked(&run.words[i..end], run.values.wrapping_add(i), acc, f);
         } else {
-            // SAFETY: positions `i..end` of the run are below `clean_end`,
-            // so held values when the round began, and none of them was
-            // marked (see above): initialised, and protected for 'g by the
-            // guard; the range lies within the run.
-            let values = unsafe { core::slice::from_raw_parts(run.values.add(i), end - i) };
-            acc = values.iter().fold(acc, &mut *f);
+            // Positions `i..end` of the run are below `clean_end`, so held
+            // values when the round began, and none of them was marked (see
+            // above): initialised, and protected for 'g by the guard; the
+            // range lies within the run.
+            acc = pending.add(run.values.wrapping_add(i), end - i, same, acc, f);
+            pending.in_region = run.in_region;
         }
+        same = true;
         i = end;
     }
-    fold_checked(&run.words[below..], run.values.wrapping_add(below), acc, f)
+    if below < len {
+        acc = pending.flush(acc, f);
+        acc = fold_checked(&run.words[below..], run.values.wrapping_add(below), acc, f);
+    }
+    acc
 }
 
 impl<'g, T> Entries<'g, T> {
@@ -216,10 +291,11 @@ impl<'g, T> Entries<'g, T> {
     #[inline]
     fn fold_values<B>(self, init: B, mut f: impl FnMut(B, &'g T) -> B) -> B {
         let mut acc = fold_checked(self.words.as_slice(), self.values, init, &mut f);
+        let mut pending = Pending::new();
         for run in self.runs {
-            acc = fold_run(run, self.clean_end, acc, &mut f);
+            acc = fold_run(run, self.clean_end, &mut pending, acc, &mut f);
         }
-        acc
+        pending.flush(acc, &mut f)
     }
 }
 
@@ -390,7 +466,7 @@ impl<T, H: PoolHandle> FusedIterator for IterMut<'_, T, H> {}
 
 /// Iterator over `&mut value`, from
 /// [`DensePool::values_mut`](super::DensePool::values_mut): the live values
-/// in position order, one slice per segment.
+/// in position order, a slice at a time (see [`SlicesMut`]).
 ///
 /// ```
 /// let mut pool: handle_pool::DensePool<u32> = (1..=4).collect();
@@ -447,9 +523,11 @@ impl<T> ExactSizeIterator for ValuesMut<'_, T> {}
 impl<T> FusedIterator for ValuesMut<'_, T> {}
 
 /// Iterator over the live values as slices, from
-/// [`DensePool::as_mut_slices`](super::DensePool::as_mut_slices): one per
-/// segment of the column, in position order, so that the first slice
-/// starts at position 0 and each next one where the previous ended.
+/// [`DensePool::as_mut_slices`](super::DensePool::as_mut_slices): the
+/// first segment's values, then those of the values' region as one slice
+/// (or one per segment where there is none), in position order, so that
+/// the first slice starts at position 0 and each next one where the
+/// previous ended.
 ///
 /// ```
 /// let mut pool: handle_pool::DensePool<u64> = (0..1000).collect();
@@ -461,14 +539,14 @@ impl<T> FusedIterator for ValuesMut<'_, T> {}
 /// assert_eq!(seen, 1000);
 /// ```
 pub struct SlicesMut<'a, T> {
-    runs: Runs<'a, T>,
+    runs: ValueRuns<'a, T>,
     _values: PhantomData<&'a mut T>,
 }
 
 impl<'a, T> SlicesMut<'a, T> {
     pub(super) fn new(raw: &'a mut RawDense<T>) -> Self {
         SlicesMut {
-            runs: raw.column.runs(0, raw.round.len),
+            runs: raw.column.value_runs(0, raw.round.len),
             _values: PhantomData,
         }
     }
@@ -479,11 +557,12 @@ impl<'a, T> Iterator for SlicesMut<'a, T> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a mut [T]> {
-        let run = self.runs.next()?;
+        let (values, len) = self.runs.next()?;
         // SAFETY: the run's positions are live (below the compacted length)
         // and the pool is borrowed mutably for 'a: the values are
-        // initialised, and each run is handed out once.
-        Some(unsafe { run.values_mut() })
+        // initialised, and each run is handed out once; its cells are one
+        // allocation's (a segment's, or the values' region's).
+        Some(unsafe { core::slice::from_raw_parts_mut(values, len) })
     }
 }
 

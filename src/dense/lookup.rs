@@ -1,6 +1,8 @@
 //! Lookups: the sparse word says whether the value is there and where
 //! (see "Lookups" in the module docs); the column gives its address.
 
+use core::ptr::NonNull;
+
 use crate::Guard;
 
 use crate::handle::Handle;
@@ -30,7 +32,7 @@ impl<T> RawDense<T> {
 
     /// The value cell of the value `handle` refers to, if it is in the pool.
     #[inline(always)]
-    fn find_value(&self, handle: Handle) -> Option<*mut T> {
+    fn find_value(&self, handle: Handle) -> Option<NonNull<T>> {
         let Some(position) = self.find(handle) else {
             cold_path();
             return None;
@@ -59,7 +61,7 @@ impl<T> RawDense<T> {
         // guard is dropped (see `reclaim.md`); it does not move either,
         // since only `&mut` moves values, which the borrow of `self` for 'g
         // rules out; the column lives as long as that borrow.
-        Some(unsafe { &*value })
+        Some(unsafe { value.as_ref() })
     }
 
     /// Calls `f` with the value `handle` refers to, protected for the call
@@ -72,7 +74,7 @@ impl<T> RawDense<T> {
             // initialised; the read's protection began before that load and
             // lasts until `f` returns, so no reclamation drops it meanwhile
             // (see `get`), and only `&mut`, which `&self` rules out, moves it.
-            Some(f(unsafe { &*value }))
+            Some(f(unsafe { value.as_ref() }))
         })
     }
 
@@ -97,9 +99,9 @@ impl<T> RawDense<T> {
 
     /// The value `handle` refers to, mutably.
     pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
-        let value = self.find_value(handle)?;
+        let mut value = self.find_value(handle)?;
         // SAFETY: OCCUPIED means initialised; `&mut self` excludes every
         // other access to the pool for the returned lifetime.
-        Some(unsafe { &mut *value })
+        Some(unsafe { value.as_mut() })
     }
 }

@@ -2,6 +2,7 @@
 
 mod column;
 mod exclusive;
+mod flat;
 mod index;
 mod insert;
 mod iter;
@@ -580,9 +581,11 @@ impl<T, H: PoolHandle> DensePool<T, H> {
         ValuesMut::new(&mut self.raw)
     }
 
-    /// The live values as slices, after compacting: one per segment of the
-    /// dense array, in position order (the first starts at position 0, each
-    /// next one where the previous ended), so a loop over them touches
+    /// The live values as slices, after compacting, in position order (the
+    /// first starts at position 0, each next one where the previous ended):
+    /// the first 64 positions, then the rest as one slice where the
+    /// system lets the pool reserve address space for them (64-bit Unix),
+    /// else one slice per segment of the dense array (doubling in length), so a loop over them touches
     /// nothing but values. [`handle_at`](Self::handle_at) gives the handle
     /// of a position.
     ///

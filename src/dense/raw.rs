@@ -69,7 +69,11 @@ impl<T> RawDense<T> {
                 config.flat_slots,
                 config.max_slots,
             ),
-            column: Column::new(config.first_bucket_shift, config.max_slots),
+            column: Column::new(
+                config.first_bucket_shift,
+                config.max_slots,
+                config.flat_slots,
+            ),
             claims: CachePadded::new(AtomicU64::new(0)),
             round: Round {
                 len: 0,

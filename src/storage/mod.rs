@@ -20,7 +20,7 @@ pub(crate) use view::{FindSlot, View};
 /// pools: 1 GiB holds 64 M slots of a `u64` pool. Only pools that outgrow
 /// their first chunk ([`FLAT_START`] slots) reserve one, and the process's
 /// regions together stay within a budget (see `Region::allowance`).
-const FLAT_BYTES: usize = 1 << 30;
+pub(crate) const FLAT_BYTES: usize = 1 << 30;
 
 /// The index the flat region starts at. A pool's first slots, its *first
 /// chunk*, live in buckets: a pool that never holds more reserves no

@@ -346,6 +346,16 @@ fn tiny() -> Config {
     }
 }
 
+/// As [`tiny`], with a values' region of six positions (segments 1 and 2):
+/// lookups and loops cross from the first segment into the region, and
+/// out of it into segments of their own.
+fn tiny_with_region() -> Config {
+    Config {
+        flat_slots: 6,
+        ..tiny()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -357,6 +367,11 @@ proptest! {
     #[test]
     fn dense_pool_matches_dense_slot_map_in_tiny_segments(ops in proptest::collection::vec(op(), 1..120)) {
         run(tiny(), &ops);
+    }
+
+    #[test]
+    fn dense_pool_matches_dense_slot_map_across_the_values_region(ops in proptest::collection::vec(op(), 1..120)) {
+        run(tiny_with_region(), &ops);
     }
 }
 

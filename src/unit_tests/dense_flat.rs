@@ -1,0 +1,86 @@
+//! The values' region: which segments it holds, and the column's slices
+//! and lookups with and without it.
+
+use super::*;
+use crate::dense::column::Column;
+
+#[test]
+fn the_region_holds_whole_segments_from_the_second() {
+    // Segments of 64, 128, 256… from position 64 on: whole ones, within
+    // the cap, cut at the limit.
+    assert_eq!(FlatValues::<u64>::fit(64, u32::MAX, 127), 0);
+    assert_eq!(FlatValues::<u64>::fit(64, u32::MAX, 128), 128);
+    assert_eq!(FlatValues::<u64>::fit(64, u32::MAX, 383), 128);
+    assert_eq!(FlatValues::<u64>::fit(64, u32::MAX, 384), 384);
+    assert_eq!(FlatValues::<u64>::fit(64, 300, u32::MAX as u64), 236);
+    assert_eq!(FlatValues::<u64>::fit(64, 64, u32::MAX as u64), 0);
+    // Segments of 1, 2, 4…: six positions are segments 1 and 2.
+    assert_eq!(FlatValues::<u64>::fit(1, u32::MAX, 6), 6);
+    assert_eq!(FlatValues::<u64>::fit(1, u32::MAX, 13), 6);
+    // At most 1 GiB of values, whatever the cap.
+    let most = FlatValues::<u64>::fit(64, u32::MAX, (FLAT_BYTES / 8) as u64);
+    assert!(most as usize * 8 <= FLAT_BYTES && most as usize * 16 > FLAT_BYTES);
+}
+
+#[test]
+fn zero_sized_values_take_no_region() {
+    assert_eq!(FlatValues::<()>::reserve(64, u32::MAX, u32::MAX).len(), 0);
+}
+
+/// The value runs of `0..end` of a column: the first cell's address and the
+/// count, each.
+fn value_runs(column: &Column<u64>, end: u32) -> Vec<(usize, usize)> {
+    column
+        .value_runs(0, end)
+        .map(|(values, len)| (values as usize, len))
+        .collect()
+}
+
+#[cfg(all(unix, target_pointer_width = "64"))]
+#[test]
+fn a_column_with_a_region_is_two_slices_and_finds_values_in_it() {
+    let column = Column::<u64>::new(6, u32::MAX, u32::MAX);
+    column.ensure_below(1000);
+    let runs = value_runs(&column, 1000);
+    // The process's budget of regions may be spent by other tests' pools;
+    // then the column does without, one run per segment.
+    if column.flat().len() == 0 {
+        assert_eq!(runs.len(), 5);
+        return;
+    }
+    assert_eq!(runs.iter().map(|r| r.1).collect::<Vec<_>>(), [64, 936]);
+    let base = column.flat().base();
+    assert_eq!(runs[1].0, base as usize);
+    // A quarter page past a huge-page boundary: the stagger.
+    assert_eq!(base as usize % crate::region::HUGE_PAGE, STAGGER);
+    for position in [0, 63, 64, 65, 191, 192, 999] {
+        // SAFETY: positions below 1000 are allocated (`ensure_below`), and
+        // this thread allocated them.
+        let at = unsafe { column.value_at(position) }.as_ptr() as usize;
+        let expected = if position < 64 {
+            runs[0].0 + position as usize * 8
+        } else {
+            base as usize + (position as usize - 64) * 8
+        };
+        assert_eq!(at, expected, "position {position}");
+    }
+}
+
+#[test]
+fn a_column_without_a_region_is_a_slice_per_segment() {
+    let column = Column::<u64>::new(6, u32::MAX, 0);
+    column.ensure_below(1000);
+    assert_eq!(
+        value_runs(&column, 1000)
+            .iter()
+            .map(|r| r.1)
+            .collect::<Vec<_>>(),
+        [64, 128, 256, 512, 40]
+    );
+    for position in [0, 63, 64, 191, 192, 999] {
+        // SAFETY: as above.
+        let at = unsafe { column.value_at(position) }.as_ptr() as usize;
+        let cell = column.cell(position).value as usize;
+        assert_eq!(at, cell, "position {position}");
+    }
+}
