@@ -475,13 +475,45 @@ impl<T> Column<T> {
         }
     }
 
-    /// The values of the allocated positions in `start..end`, as runs of
-    /// memory (see [`ValueRuns`]).
-    pub(super) fn value_runs(&self, start: u32, end: u32) -> ValueRuns<'_, T> {
-        ValueRuns {
-            runs: self.runs(start, end),
-            next: None,
+    /// The values of positions `0..end` as runs of memory (see
+    /// [`LiveRuns`]). Every position below `end` is allocated: `end` is at
+    /// most the live count at the start of the caller's round, set under
+    /// `&mut` after every position below it was allocated, which orders
+    /// the region's base and length (stored before) before this call.
+    pub(super) fn live_runs(&self, end: u32) -> LiveRuns<'_, T> {
+        // Relaxed: ordered by the round's start (see above).
+        let flat_len = u64::from(self.flat_len.load(Ordering::Relaxed));
+        let past_first = u64::from(end).saturating_sub(self.first);
+        if past_first == 0 || past_first > flat_len {
+            return LiveRuns {
+                pair: [None, None],
+                runs: Some(self.runs(0, end)),
+            };
         }
+        // Relaxed: as above, and the first segment is allocated.
+        let first = self.values[0].load(Ordering::Relaxed);
+        let flat = self.flat_base.load(Ordering::Relaxed);
+        LiveRuns {
+            pair: [
+                Some((first, self.first as usize)),
+                Some((flat, past_first as usize)),
+            ],
+            runs: None,
+        }
+    }
+
+    /// Whether no remove has marked a position below `end` this round (the
+    /// marks of the segments reaching below it are all clear).
+    pub(super) fn unmarked_below(&self, end: u32) -> bool {
+        if end == 0 {
+            return true;
+        }
+        let (last, _) = self.locate(end - 1);
+        // Relaxed: as in `Run::marks`'s readers, ordered by the guard's
+        // announcement (see "Iteration under `&self`" in the module docs).
+        self.marks[..=last]
+            .iter()
+            .all(|marks| marks.load(Ordering::Relaxed) == 0)
     }
 
     /// Where `start..end` should be cut in two for parallel work: the
@@ -526,6 +558,16 @@ impl<T> Runs<'_, T> {
     /// Positions left in the range (allocated or not).
     pub(super) fn positions_left(&self) -> usize {
         self.end.saturating_sub(self.next) as usize
+    }
+
+    /// The first position not yet visited.
+    pub(super) fn next_position(&self) -> u32 {
+        self.next
+    }
+
+    /// The end of the range.
+    pub(super) fn end(&self) -> u32 {
+        self.end
     }
 }
 
@@ -575,35 +617,28 @@ impl<'a, T> Iterator for Runs<'a, T> {
     }
 }
 
-/// The values of the allocated positions of a range, as runs of memory:
-/// consecutive runs in the values' region make one (their values are one
-/// allocation, one after another). From [`Column::value_runs`].
-pub(super) struct ValueRuns<'a, T> {
-    runs: Runs<'a, T>,
-    /// A run taken from `runs` that did not continue the one before it.
-    next: Option<Run<'a, T>>,
+/// The values of a column's positions below a round's live count, as runs
+/// of memory, from [`Column::live_runs`]: the first segment's, then the
+/// values' region's as one run where it holds the rest, else a run per
+/// segment.
+pub(super) struct LiveRuns<'a, T> {
+    /// The first segment's run and the region's, taken in turn.
+    pair: [Option<(*mut T, usize)>; 2],
+    /// Where the region does not hold every position past the first
+    /// segment: the segments' runs.
+    runs: Option<Runs<'a, T>>,
 }
 
-impl<'a, T> Iterator for ValueRuns<'a, T> {
+impl<T> Iterator for LiveRuns<'_, T> {
     /// The first value cell and the count of cells.
     type Item = (*mut T, usize);
 
     #[inline]
     fn next(&mut self) -> Option<(*mut T, usize)> {
-        let first = self.next.take().or_else(|| self.runs.next())?;
-        let mut len = first.words.len();
-        for run in self.runs.by_ref() {
-            let continues = first.in_region
-                && run.in_region
-                && run.start as usize == first.start as usize + len
-                && run.values == first.values.wrapping_add(len);
-            if !continues {
-                self.next = Some(run);
-                break;
-            }
-            len += run.words.len();
+        match &mut self.runs {
+            Some(runs) => runs.next().map(|run| (run.values, run.words.len())),
+            None => self.pair.iter_mut().find_map(Option::take),
         }
-        Some((first.values, len))
     }
 }
 

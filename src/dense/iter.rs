@@ -9,7 +9,7 @@ use crate::handle::{Handle, PoolHandle};
 use crate::slot::{drop_catching, keep_first};
 use crate::sync::{AtomicU64, Ordering};
 
-use super::column::{Run, Runs, ValueRuns};
+use super::column::{Column, LiveRuns, Run, Runs};
 use super::index::{all_hold_values, handle_in, holds_value};
 use super::raw::RawDense;
 
@@ -21,6 +21,7 @@ use super::raw::RawDense;
 /// made it, and every visit happens after its announcement, so a value
 /// seen `OCCUPIED` here is not dropped before `'g` ends (see `get`).
 struct Entries<'g, T> {
+    column: &'g Column<T>,
     runs: Runs<'g, T>,
     /// The words of the current run not visited yet.
     words: core::slice::Iter<'g, AtomicU64>,
@@ -35,6 +36,7 @@ struct Entries<'g, T> {
 impl<'g, T> Entries<'g, T> {
     fn new(raw: &'g RawDense<T>) -> Self {
         Entries {
+            column: &raw.column,
             runs: raw.column.runs(0, raw.end()),
             words: [].iter(),
             values: core::ptr::null(),
@@ -290,9 +292,28 @@ impl<'g, T> Entries<'g, T> {
     /// [`fold_run`]); what `next` left of a run, checked.
     #[inline]
     fn fold_values<B>(self, init: B, mut f: impl FnMut(B, &'g T) -> B) -> B {
-        let mut acc = fold_checked(self.words.as_slice(), self.values, init, &mut f);
+        let mut acc = init;
+        let mut runs = self.runs;
+        if runs.next_position() == 0 && self.column.unmarked_below(self.clean_end) {
+            // No remove has marked a position below `clean_end` this round
+            // (and `next` has not begun): every one of them is clean (see
+            // `fold_run`), and their values are the live runs of a pool
+            // compacted at the round's start, two slices where the values'
+            // region holds them. The positions from `clean_end` on are
+            // checked, as `fold_run` would.
+            for (values, len) in self.column.live_runs(self.clean_end) {
+                // SAFETY: the cells of positions below `clean_end`, one
+                // allocation's, each initialised and protected for 'g by the
+                // guard (see `fold_run`).
+                let values = unsafe { core::slice::from_raw_parts(values, len) };
+                acc = values.iter().fold(acc, &mut f);
+            }
+            runs = self.column.runs(self.clean_end, runs.end());
+        } else {
+            acc = fold_checked(self.words.as_slice(), self.values, acc, &mut f);
+        }
         let mut pending = Pending::new();
-        for run in self.runs {
+        for run in runs {
             acc = fold_run(run, self.clean_end, &mut pending, acc, &mut f);
         }
         pending.flush(acc, &mut f)
@@ -539,14 +560,14 @@ impl<T> FusedIterator for ValuesMut<'_, T> {}
 /// assert_eq!(seen, 1000);
 /// ```
 pub struct SlicesMut<'a, T> {
-    runs: ValueRuns<'a, T>,
+    runs: LiveRuns<'a, T>,
     _values: PhantomData<&'a mut T>,
 }
 
 impl<'a, T> SlicesMut<'a, T> {
     pub(super) fn new(raw: &'a mut RawDense<T>) -> Self {
         SlicesMut {
-            runs: raw.column.value_runs(0, raw.round.len),
+            runs: raw.column.live_runs(raw.round.len),
             _values: PhantomData,
         }
     }

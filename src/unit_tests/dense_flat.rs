@@ -27,11 +27,11 @@ fn zero_sized_values_take_no_region() {
     assert_eq!(FlatValues::<()>::reserve(64, u32::MAX, u32::MAX).len(), 0);
 }
 
-/// The value runs of `0..end` of a column: the first cell's address and the
+/// The live runs of `0..end` of a column: the first cell's address and the
 /// count, each.
-fn value_runs(column: &Column<u64>, end: u32) -> Vec<(usize, usize)> {
+fn live_runs(column: &Column<u64>, end: u32) -> Vec<(usize, usize)> {
     column
-        .value_runs(0, end)
+        .live_runs(end)
         .map(|(values, len)| (values as usize, len))
         .collect()
 }
@@ -41,7 +41,7 @@ fn value_runs(column: &Column<u64>, end: u32) -> Vec<(usize, usize)> {
 fn a_column_with_a_region_is_two_slices_and_finds_values_in_it() {
     let column = Column::<u64>::new(6, u32::MAX, u32::MAX);
     column.ensure_below(1000);
-    let runs = value_runs(&column, 1000);
+    let runs = live_runs(&column, 1000);
     // The process's budget of regions may be spent by other tests' pools;
     // then the column does without, one run per segment.
     if column.flat().len() == 0 {
@@ -49,6 +49,26 @@ fn a_column_with_a_region_is_two_slices_and_finds_values_in_it() {
         return;
     }
     assert_eq!(runs.iter().map(|r| r.1).collect::<Vec<_>>(), [64, 936]);
+    // Within the first segment, one run.
+    assert_eq!(
+        live_runs(&column, 10)
+            .iter()
+            .map(|r| r.1)
+            .collect::<Vec<_>>(),
+        [10]
+    );
+    // Past a region that holds only the second segment, a run per segment.
+    let small = Column::<u64>::new(6, u32::MAX, 200);
+    small.ensure_below(1000);
+    if small.flat().len() == 128 {
+        assert_eq!(
+            live_runs(&small, 1000)
+                .iter()
+                .map(|r| r.1)
+                .collect::<Vec<_>>(),
+            [64, 128, 256, 512, 40]
+        );
+    }
     let base = column.flat().base();
     assert_eq!(runs[1].0, base as usize);
     // A quarter page past a huge-page boundary: the stagger.
@@ -71,7 +91,7 @@ fn a_column_without_a_region_is_a_slice_per_segment() {
     let column = Column::<u64>::new(6, u32::MAX, 0);
     column.ensure_below(1000);
     assert_eq!(
-        value_runs(&column, 1000)
+        live_runs(&column, 1000)
             .iter()
             .map(|r| r.1)
             .collect::<Vec<_>>(),
