@@ -421,12 +421,13 @@ fn with_region() -> Config {
 /// first past the first, so both decide the region (one installs its
 /// decision, the other drops its own) and allocate the segment in it.
 /// Afterwards both values are found through the region, at positions 1
-/// and 2, the region's values are one slice, and every value (and the
-/// losing decision's room) is dropped or freed once.
+/// and 2; four more inserts fill the third segment, in the region after
+/// the second, and the region's values (positions 1 to 6) are one slice;
+/// every value is dropped once.
 #[test]
 fn dense_racing_appends_decide_the_values_region() {
     explore("dense_racing_appends_decide_the_values_region", move || {
-        let log = DropLog::new(3);
+        let log = DropLog::new(7);
         let r = Recorder::new(Arc::clone(&log));
         let pool = Arc::new(Pool::with_config(with_region()));
         let h0 = pool.insert(r.value(0));
@@ -447,9 +448,11 @@ fn dense_racing_appends_decide_the_values_region() {
         positions.sort_unstable();
         assert_eq!(positions, [1, 2]);
         let mut pool = Arc::into_inner(pool).expect("the appenders let go");
+        let mut live = vec![(h0, 0), (h1, 1), (h2, 2)];
+        live.extend((3..7).map(|id| (pool.insert(r.value(id)), id)));
         let slices: Vec<usize> = pool.as_mut_slices().map(|s| s.len()).collect();
-        assert_eq!(slices, [1, 2], "the region's values are one slice");
-        assert_holds_exactly(&mut pool, &[(h0, 0), (h1, 1), (h2, 2)]);
+        assert_eq!(slices, [1, 6], "the region's values are one slice");
+        assert_holds_exactly(&mut pool, &live);
         drop(pool);
         log.assert_each_dropped_once();
         for appender in appenders {

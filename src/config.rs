@@ -16,7 +16,10 @@ pub struct Config {
     pub max_slots: u32,
     /// At most this many slots live in the flat region, reserved once the
     /// pool outgrows its first 64 slots (default `MAX_INDEX + 1`: as many as
-    /// 1 GiB of address space holds); 0 puts every slot in buckets.
+    /// 1 GiB of address space holds); 0 puts every slot in buckets. A
+    /// `DensePool` also holds at most this many values in its values'
+    /// region (past its first segment); 0 gives each segment's values an
+    /// allocation of their own.
     pub flat_slots: u32,
     /// Number of stripes, a power of two; 0 picks four per core, at most 64.
     pub stripes: usize,

@@ -1,7 +1,8 @@
 //! Random operation sequences checked against an oracle: the proptest model
 //! against `ReferenceTable` (`model`) and the differential tests against
 //! `slotmap::SlotMap` (`differential_slotmap`) and `slotmap::SecondaryMap`
-//! (`secondary`).
+//! (`secondary`), and `DensePool`'s views against a map across values'
+//! regions (`dense_region`).
 //!
 //! proptest keeps the failing cases it finds next to the source file of the
 //! test (`tests/model/<module>.proptest-regressions`) and replays them first.
@@ -10,6 +11,8 @@ mod common;
 
 // This binary's modules live in `tests/model/` (a crate root's modules would
 // be looked for next to it, in `tests/`).
+#[path = "model/dense_region.rs"]
+mod dense_region;
 #[path = "model/dense_slotmap.rs"]
 mod dense_slotmap;
 #[path = "model/differential_slotmap.rs"]

@@ -50,7 +50,7 @@ pub(super) struct Column<T> {
     words: [AtomicPtr<AtomicU64>; SEGMENTS],
     /// Segment `k`'s values (uninitialised until an insert writes one),
     /// null until allocated; dangling for a zero-sized `T`.
-    values: [AtomicPtr<T>; SEGMENTS],
+    pub(super) values: [AtomicPtr<T>; SEGMENTS],
     /// Segment `k`'s values again at entry `k + shift`, biased: minus the
     /// segment's first position, so that position `p`'s value is entry
     /// `log2(p + first)` plus `p`. Stored (the same pointer by every thread
@@ -166,7 +166,7 @@ impl<T> Column<T> {
 
     /// The first position of segment `segment`.
     #[inline(always)]
-    fn start(&self, segment: usize) -> u64 {
+    pub(super) fn start(&self, segment: usize) -> u64 {
         ((1u64 << segment) - 1) << self.shift
     }
 
@@ -356,7 +356,7 @@ impl<T> Column<T> {
 
     /// Whether segment `segment`'s values lie in the values' region (under
     /// `&mut`, or for a segment whose words were seen).
-    fn is_in_region(&self, segment: usize) -> bool {
+    pub(super) fn is_in_region(&self, segment: usize) -> bool {
         // Acquire: as in `flat`.
         let flat = self.flat.load(Ordering::Acquire);
         // SAFETY: a decision, once installed, lives as long as the column.

@@ -35,9 +35,9 @@ pub(super) struct FlatValues<T> {
     /// a heap allocation of `len` cells; dangling where there is none).
     base: *mut T,
     /// Positions from `first` on that the region holds: whole segments,
-    /// the last one cut at the column's limit. At most `FLAT_BYTES` bytes
-    /// of values, so below 2^30 (a position below `first` is `2^32 - first`
-    /// or more past `first`, wrapping, which is more: `first < 2^31`).
+    /// the last one cut at the column's limit; at most `FLAT_BYTES` bytes
+    /// of values. (A lookup of a position below `first` subtracts in 64
+    /// bits, wrapping past every length.)
     len: u32,
 }
 

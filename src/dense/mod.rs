@@ -584,8 +584,9 @@ impl<T, H: PoolHandle> DensePool<T, H> {
     /// The live values as slices, after compacting, in position order (the
     /// first starts at position 0, each next one where the previous ended):
     /// the first 64 positions, then the rest as one slice where the
-    /// system lets the pool reserve address space for them (64-bit Unix),
-    /// else one slice per segment of the dense array (doubling in length), so a loop over them touches
+    /// system lets the pool reserve address space for them (64-bit Unix,
+    /// up to 1 GiB of values), else (and past that) one slice per segment
+    /// of the dense array (doubling in length), so a loop over them touches
     /// nothing but values. [`handle_at`](Self::handle_at) gives the handle
     /// of a position.
     ///

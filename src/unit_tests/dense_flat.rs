@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::dense::column::Column;
+use crate::sync::Ordering;
 
 #[test]
 fn the_region_holds_whole_segments_from_the_second() {
@@ -71,8 +72,16 @@ fn a_column_with_a_region_is_two_slices_and_finds_values_in_it() {
     }
     let base = column.flat().base();
     assert_eq!(runs[1].0, base as usize);
-    // A quarter page past a huge-page boundary: the stagger.
-    assert_eq!(base as usize % crate::region::HUGE_PAGE, STAGGER);
+    // The stagger past the region's start: a huge-page boundary for a
+    // region of 2 MiB or more, a page boundary for a smaller one (as under
+    // an address-space limit, which cuts every region to a 64th of it).
+    let bytes = column.flat().len() as usize * 8 + STAGGER;
+    let align = if bytes >= crate::region::HUGE_PAGE {
+        crate::region::HUGE_PAGE
+    } else {
+        4096
+    };
+    assert_eq!(base as usize % align, STAGGER);
     for position in [0, 63, 64, 65, 191, 192, 999] {
         // SAFETY: positions below 1000 are allocated (`ensure_below`), and
         // this thread allocated them.
@@ -102,5 +111,66 @@ fn a_column_without_a_region_is_a_slice_per_segment() {
         let at = unsafe { column.value_at(position) }.as_ptr() as usize;
         let cell = column.cell(position).value as usize;
         assert_eq!(at, cell, "position {position}");
+    }
+}
+
+#[test]
+fn the_region_ends_at_a_segment_end_within_its_cap_and_the_limit() {
+    for shift in 0..7u32 {
+        let first = 1u64 << shift;
+        for limit in 1..300u32 {
+            for cap in 0..300u64 {
+                let len = u64::from(FlatValues::<u64>::fit(first, limit, cap));
+                if len == 0 {
+                    continue;
+                }
+                assert!(len <= cap && first + len <= u64::from(limit));
+                // Segments 1..=k end `first * (2^(k + 1) - 2)` past `first`,
+                // the last cut at the limit.
+                let ends =
+                    (1..33u32).map(|k| ((first << (k + 1)) - first).min(u64::from(limit)) - first);
+                assert!(
+                    ends.take_while(|&end| end <= len).any(|end| end == len),
+                    "first {first}, limit {limit}, cap {cap}: {len} is no segment's end"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(all(unix, target_pointer_width = "64"))]
+#[test]
+fn segments_are_in_the_region_exactly_where_the_column_says() {
+    for shift in 0..4u32 {
+        for limit in [1u32, 2, 3, 5, 9, 17, 40, 100, 1000] {
+            for cap in [0u32, 1, 2, 6, 7, 14, 30, 100, u32::MAX] {
+                let column = Column::<u64>::new(shift, limit, cap);
+                column.ensure_below(limit);
+                let flat = column.flat();
+                let start = flat.base() as usize;
+                let end = start + flat.len() as usize * 8;
+                let case = format!("shift {shift}, limit {limit}, cap {cap}");
+                for segment in (0..40).take_while(|&s| column.start(s) < u64::from(limit)) {
+                    let values = column.values[segment].load(Ordering::Relaxed) as usize;
+                    let inside = flat.len() > 0 && (start..end).contains(&values);
+                    assert_eq!(
+                        inside,
+                        column.is_in_region(segment),
+                        "{case}, segment {segment}"
+                    );
+                }
+                for position in 0..limit {
+                    // SAFETY: allocated above (`ensure_below`), by this thread.
+                    let at = unsafe { column.value_at(position) }.as_ptr();
+                    assert_eq!(
+                        at,
+                        column.cell(position).value,
+                        "{case}, position {position}"
+                    );
+                }
+                let total: usize = column.live_runs(limit).map(|run| run.1).sum();
+                assert_eq!(total, limit as usize, "{case}");
+            }
+        }
     }
 }
