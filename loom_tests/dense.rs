@@ -507,3 +507,57 @@ fn dense_a_lookup_through_the_values_region_races_its_decision() {
         },
     );
 }
+
+/// `iter` folds a compacted pool while another thread removes one value,
+/// reclaimed at once (batches of one). In parts no remove has marked, the
+/// fold tells a value's word from a `REMOVED` one by its sign alone and
+/// takes the handle from it: every item is intact and under its own
+/// handle (a `REMOVED` word's low bits are a link, not an index), the
+/// value present throughout is always yielded, the removed one sometimes
+/// and sometimes not.
+#[test]
+fn dense_iter_reads_handles_of_unmarked_parts_while_a_remove_reclaims() {
+    let yielded_removed = Reached::default();
+    let skipped_removed = Reached::default();
+    let (yielded, skipped) = (yielded_removed.clone(), skipped_removed.clone());
+    explore(
+        "dense_iter_reads_handles_of_unmarked_parts_while_a_remove_reclaims",
+        move || {
+            let log = DropLog::new(2);
+            let r = Recorder::new(Arc::clone(&log));
+            let mut pool = Pool::with_config(tiny());
+            let [h0, h1] = [0, 1].map(|id| pool.insert(r.value(id)));
+            pool.compact();
+            let pool = Arc::new(pool);
+            let remover = {
+                let pool = Arc::clone(&pool);
+                spawn_parked(move || assert!(pool.remove(h0)))
+            };
+            let mut items: Vec<(Handle, Id)> = Vec::new();
+            {
+                let guard = pin();
+                // `for_each` folds (`collect` would call `next`).
+                pool.iter(&guard)
+                    .for_each(|(h, value)| items.push((h, value.id())));
+            }
+            remover.finished();
+            assert!(items.contains(&(h1, 1)), "the value present throughout");
+            assert!(
+                items.iter().all(|item| [(h0, 0), (h1, 1)].contains(item)),
+                "{items:?}"
+            );
+            if items.contains(&(h0, 0)) {
+                yielded.mark();
+            } else {
+                skipped.mark();
+            }
+            let mut pool = Arc::into_inner(pool).expect("the remover let go");
+            assert_holds_exactly(&mut pool, &[(h1, 1)]);
+            drop(pool);
+            log.assert_each_dropped_once();
+            remover.release();
+        },
+    );
+    yielded_removed.assert("the fold read the value before its remove began");
+    skipped_removed.assert("the fold skipped the removed value");
+}

@@ -39,6 +39,21 @@ pub(super) fn holds_value(word: u64) -> bool {
     holds
 }
 
+/// [`holds_value`] for a dense word of a clean part of an iteration (see
+/// `walk_parts` in `iter`), which is `OCCUPIED` or `REMOVED` and nothing
+/// else: the sign bit is `REMOVED`'s first state bit, and an `OCCUPIED`
+/// word is positive (its generation is at least 1). One test.
+#[inline(always)]
+pub(super) fn holds_value_while_clean(word: u64) -> bool {
+    let holds = (word as i64) > 0;
+    debug_assert!(matches!(
+        SlotWord::from_bits(word).state(),
+        State::Occupied | State::Removed
+    ));
+    debug_assert_eq!(holds, holds_value(word));
+    holds
+}
+
 /// Whether every word of a block holds a value: [`holds_value`] of each,
 /// as one maximum. A word holds a value iff its state bits are 0 and its
 /// generation at least 1, that is iff `2^32 <= word < 2^62`, iff `word -

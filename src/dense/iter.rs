@@ -10,7 +10,7 @@ use crate::slot::{drop_catching, keep_first};
 use crate::sync::{AtomicU64, Ordering};
 
 use super::column::{Column, LiveRuns, Run, Runs};
-use super::index::{all_hold_values, handle_in, holds_value};
+use super::index::{all_hold_values, handle_in, holds_value, holds_value_while_clean};
 use super::raw::RawDense;
 
 /// `(handle, &value)` for the positions in use, holes skipped: the cursor
@@ -79,15 +79,16 @@ impl<'g, T> Iterator for Entries<'g, T> {
         (0, Some(self.bound()))
     }
 
-    /// A loop per run, for `sum`, `for_each` and the like.
+    /// A loop per run, for `sum`, `for_each` and the like. In a run's
+    /// clean parts (see [`walk_parts`]) a word is `OCCUPIED` or, if a
+    /// remove this iteration does not see took its value, `REMOVED`: one
+    /// sign test tells them apart, and the word is the handle.
     #[inline]
     fn fold<B, F>(self, init: B, mut f: F) -> B
     where
         F: FnMut(B, Self::Item) -> B,
     {
-        let mut acc = init;
-        let mut visit = |words: &'g [AtomicU64], values: *const T, acc: B| {
-            let mut acc = acc;
+        let checked = |words: &'g [AtomicU64], values: *const T, mut acc: B, f: &mut F| {
             for (offset, word) in words.iter().enumerate() {
                 // Acquire: as in `next`.
                 let word = word.load(Ordering::Acquire);
@@ -98,9 +99,28 @@ impl<'g, T> Iterator for Entries<'g, T> {
             }
             acc
         };
-        acc = visit(self.words.as_slice(), self.values, acc);
+        let mut acc = checked(self.words.as_slice(), self.values, init, &mut f);
         for run in self.runs {
-            acc = visit(run.words, run.values, acc);
+            acc = walk_parts(&run, self.clean_end, acc, |mut acc, range, clean| {
+                let words = &run.words[range.clone()];
+                let values = run.values.wrapping_add(range.start);
+                if !clean {
+                    return checked(words, values, acc, &mut f);
+                }
+                for (offset, word) in words.iter().enumerate() {
+                    // Relaxed: the position's value was initialised before
+                    // the round began (under `&mut`), and this load only
+                    // tells whether a remove took it since.
+                    let word = word.load(Ordering::Relaxed);
+                    if holds_value_while_clean(word) {
+                        // SAFETY: a clean part's value is initialised and
+                        // protected for 'g by the guard (see `walk_parts`),
+                        // and `offset` is within the part.
+                        acc = f(acc, (handle_in(word), unsafe { &*values.add(offset) }));
+                    }
+                }
+                acc
+            });
         }
         acc
     }
@@ -220,31 +240,32 @@ impl<T> Pending<T> {
     }
 }
 
-/// Folds the values of one run: the parts of its segment that no remove
-/// has marked this round and that lie below `clean_end` as slices of
-/// values, without their words (through `pending`, which joins them with
-/// the parts before them in the same allocation); the rest as
-/// [`fold_checked`] does.
+/// Walks the positions of `run` as parts, in position order:
+/// `part(acc, range, true)` for the parts that no remove has marked this
+/// round and that lie below `clean_end` (*clean* parts), whose values may
+/// be read without their words, `part(acc, range, false)` for the rest.
 ///
-/// Why a part folded unchecked yields only values that were in the pool
-/// during the iteration, each once, and none dropped before the guard is:
-/// every position below `clean_end` held a value when the round began;
-/// inserts never write there; a remove marks its position's part before
-/// its CAS decides, and before it seals the value's batch. The marks are
-/// loaded after the guard's announcement, so either the mark of a remove
-/// is seen here (and its part is checked word by word) or its batch is
-/// sealed after the guard announced, and waits for it (see "Grace by
-/// announcement" in `reclaim.md`: the fences that order the announcement
-/// against the seal order the mark as they order the words). A remove
-/// whose mark is not seen is concurrent with the iteration, whose value
-/// may be yielded.
+/// Why a clean part holds only values that were in the pool during the
+/// iteration, each once, and none dropped before the guard is: every
+/// position below `clean_end` held a value when the round began; inserts
+/// never write there; a remove marks its position's part before its CAS
+/// decides, and before it seals the value's batch. The marks are loaded
+/// after the guard's announcement, so either the mark of a remove is seen
+/// here (and its part is not clean) or its batch is sealed after the guard
+/// announced, and waits for it (see "Grace by announcement" in
+/// `reclaim.md`: the fences that order the announcement against the seal
+/// order the mark as they order the words). A remove whose mark is not
+/// seen is concurrent with the iteration, whose value may be yielded. So a
+/// clean part's dense words are `OCCUPIED` (as the round began) or
+/// `REMOVED` (by such a remove), never `FREE` (its reclamation waits for
+/// the guard) nor `FRESH` (only `&mut` empties a position below
+/// `clean_end`).
 #[inline(always)]
-fn fold_run<'g, T: 'g, B>(
-    run: Run<'g, T>,
+fn walk_parts<T, B>(
+    run: &Run<'_, T>,
     clean_end: u32,
-    pending: &mut Pending<T>,
     mut acc: B,
-    f: &mut impl FnMut(B, &'g T) -> B,
+    mut part: impl FnMut(B, core::ops::Range<usize>, bool) -> B,
 ) -> B {
     let len = run.words.len();
     // Words of the run below `clean_end` (positions are below 2^32).
@@ -252,39 +273,55 @@ fn fold_run<'g, T: 'g, B>(
     // Relaxed: see above; the guard's announcement orders it.
     let marks = run.marks.load(Ordering::Relaxed);
     let (shift, offset) = (run.mark_shift, run.offset as usize);
-    // Within the run, and from the run before if both are in the region.
-    let mut same = run.in_region && pending.in_region;
     let mut i = 0;
     while i < below {
         // The parts from the one holding the run's `i`-th word on: whether
         // that one is marked, and how many parts in a row are as it is.
-        let part = (offset + i) >> shift;
-        let ahead = marks >> (part & 63);
+        let first = (offset + i) >> shift;
+        let ahead = marks >> (first & 63);
         let (marked, parts) = if ahead & 1 == 0 {
             (false, ahead.trailing_zeros())
         } else {
             (true, (!ahead).trailing_zeros())
         };
-        let end = (((part + parts as usize) << shift) - offset).min(below);
-        if marked {
-            acc = pending.flush(acc, f);
-            acc = fold_checked(&run.words[i..end], run.values.wrapping_add(i), acc, f);
-        } else {
-            // Positions `i..end` of the run are below `clean_end`, so held
-            // values when the round began, and none of them was marked (see
-            // above): initialised, and protected for 'g by the guard; the
-            // range lies within the run.
-            acc = pending.add(run.values.wrapping_add(i), end - i, same, acc, f);
-            pending.in_region = run.in_region;
-        }
-        same = true;
+        let end = (((first + parts as usize) << shift) - offset).min(below);
+        acc = part(acc, i..end, !marked);
         i = end;
     }
     if below < len {
-        acc = pending.flush(acc, f);
-        acc = fold_checked(&run.words[below..], run.values.wrapping_add(below), acc, f);
+        acc = part(acc, below..len, false);
     }
     acc
+}
+
+/// Folds the values of one run: its clean parts (see [`walk_parts`]) as
+/// slices of values, without their words, through `pending`, which joins
+/// them with the parts before them in the same allocation; the rest as
+/// [`fold_checked`] does.
+#[inline(always)]
+fn fold_run<'g, T: 'g, B>(
+    run: Run<'g, T>,
+    clean_end: u32,
+    pending: &mut Pending<T>,
+    acc: B,
+    f: &mut impl FnMut(B, &'g T) -> B,
+) -> B {
+    // Within the run, and from the run before if both are in the region.
+    let mut same = run.in_region && pending.in_region;
+    walk_parts(&run, clean_end, acc, |mut acc, range, clean| {
+        let values = run.values.wrapping_add(range.start);
+        if clean {
+            // The part's values are initialised and protected for 'g (see
+            // `walk_parts`), and lie within the run.
+            acc = pending.add(values, range.len(), same, acc, f);
+            pending.in_region = run.in_region;
+        } else {
+            acc = pending.flush(acc, f);
+            acc = fold_checked(&run.words[range], values, acc, f);
+        }
+        same = true;
+        acc
+    })
 }
 
 impl<'g, T> Entries<'g, T> {
