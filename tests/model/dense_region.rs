@@ -213,10 +213,15 @@ fn configs() -> Vec<Config> {
     out
 }
 
-fn all<T: Val>(steps: usize) {
-    for (i, config) in configs().into_iter().enumerate() {
-        exercise::<T>(config, 0x9e37_79b9 + i as u64, steps);
-    }
+/// Every configuration, on a worker of rayon's pool (so that
+/// ThreadSanitizer sees how the rayon passes' work comes back, see
+/// `common::on_rayon_worker`).
+fn all<T: Val + 'static>(steps: usize) {
+    crate::common::on_rayon_worker(move || {
+        for (i, config) in configs().into_iter().enumerate() {
+            exercise::<T>(config, 0x9e37_79b9 + i as u64, steps);
+        }
+    });
 }
 
 #[test]
