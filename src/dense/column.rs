@@ -341,10 +341,10 @@ impl<T> Column<T> {
         // follow (see `flat_base`): every thread stores the same values.
         self.flat_base.store(flat.base(), Ordering::Relaxed);
         self.flat_len.store(flat.len(), Ordering::Relaxed);
-        let end = (self.start(segment) + self.len(segment) as u64 - self.first) as u32;
-        if end > flat.len() {
+        if !self.held_by(segment, flat.len()) {
             return None;
         }
+        let end = (self.start(segment) + self.len(segment) as u64 - self.first) as u32;
         if !flat.commit(end) {
             alloc::handle_alloc_error(values_layout::<T>(self.len(segment)));
         }
@@ -354,16 +354,20 @@ impl<T> Column<T> {
         Some(flat.base().wrapping_add(offset))
     }
 
+    /// Whether a values' region of `flat_len` positions holds segment
+    /// `segment` (whole): the one test of where a segment's values are.
+    fn held_by(&self, segment: usize, flat_len: u32) -> bool {
+        segment > 0
+            && self.start(segment) + self.len(segment) as u64 - self.first <= u64::from(flat_len)
+    }
+
     /// Whether segment `segment`'s values lie in the values' region (under
     /// `&mut`, or for a segment whose words were seen).
     pub(super) fn is_in_region(&self, segment: usize) -> bool {
         // Acquire: as in `flat`.
         let flat = self.flat.load(Ordering::Acquire);
         // SAFETY: a decision, once installed, lives as long as the column.
-        segment > 0
-            && !flat.is_null()
-            && self.start(segment) + self.len(segment) as u64 - self.first
-                <= u64::from(unsafe { &*flat }.len())
+        !flat.is_null() && self.held_by(segment, unsafe { &*flat }.len())
     }
 
     /// Makes sure every position below `end` (at most the limit) is allocated.
@@ -596,10 +600,7 @@ impl<'a, T> Iterator for Runs<'a, T> {
             // allocator stored it first, see `flat_base`); the length only
             // ever changes from 0 to the decision's, so one seen covering
             // the segment is the decision's.
-            let flat_len = column.flat_len.load(Ordering::Relaxed);
-            let in_region = segment > 0
-                && column.start(segment) + column.len(segment) as u64 - column.first
-                    <= u64::from(flat_len);
+            let in_region = column.held_by(segment, column.flat_len.load(Ordering::Relaxed));
             return Some(Run {
                 // SAFETY: the segment holds `len(segment)` initialised words
                 // from `offset` on at least `len` (the range ends within the
