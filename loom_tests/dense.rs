@@ -1,8 +1,9 @@
 //! `DensePool`: inserts against removes against iteration, references held
 //! across removals, racing removes (and what the loser sees after), racing
-//! appends into one segment, an iteration reading unmarked values without
-//! their words while a remove reclaims one, and compaction after a
-//! concurrent phase. Each model checks, in every
+//! appends into one segment, `values` and `iter` reading unmarked parts
+//! while a remove reclaims a value there, compaction after a concurrent
+//! phase, and the values' region (racing decisions, and a lookup through
+//! it racing the append that allocates it). Each model checks, in every
 //! execution, what it is named after, and that every value is dropped
 //! exactly once and never read after (or during) its drop (loom checks the
 //! drop's write to a `Tracked` payload against every read).
@@ -225,56 +226,74 @@ fn assert_gone_after_a_lost_remove(pool: &Pool, h: Handle) {
     );
 }
 
-/// An iteration folds values of a compacted pool while another thread
-/// removes one, which reclaims it at once (batches of one): the fold reads
-/// the values of parts no remove has marked as slices, without loading
-/// their words. Every value read is intact (loom reports a read that races
-/// the drop's write), the one present throughout is always yielded, the
-/// removed one sometimes (read unmarked, before its remove began) and
-/// sometimes not.
-#[test]
-fn dense_values_read_unmarked_parts_while_a_remove_reclaims() {
+/// What a fold under test saw: each item's handle (`None` where the fold
+/// gives none) and value id.
+type Seen = Vec<(Option<Handle>, Id)>;
+
+/// A fold of a compacted pool of two values runs while another thread
+/// removes the first, which reclaims it at once (batches of one). Every
+/// value read is intact (loom reports a read that races the drop's write)
+/// and under its own handle, the one present throughout is always seen,
+/// the removed one sometimes (read unmarked, before its remove began) and
+/// sometimes not; afterwards the pool holds the second alone, and each
+/// value is dropped once. `handles`: whether `fold` gives handles.
+fn fold_while_a_remove_reclaims(name: &str, handles: bool, fold: fn(&Pool) -> Seen) {
     let yielded_removed = Reached::default();
     let skipped_removed = Reached::default();
     let (yielded, skipped) = (yielded_removed.clone(), skipped_removed.clone());
-    explore(
-        "dense_values_read_unmarked_parts_while_a_remove_reclaims",
-        move || {
-            let log = DropLog::new(2);
-            let r = Recorder::new(Arc::clone(&log));
-            let mut pool = Pool::with_config(tiny());
-            let [h0, h1] = [0, 1].map(|id| pool.insert(r.value(id)));
-            // The round's live count is now 2: positions 0 and 1 (one
-            // segment each) may be read without their words.
-            pool.compact();
-            let pool = Arc::new(pool);
-            let remover = {
-                let pool = Arc::clone(&pool);
-                spawn_parked(move || assert!(pool.remove(h0)))
-            };
-            let mut ids: Vec<Id> = Vec::new();
-            {
-                let guard = pin();
-                // `for_each` folds (`collect` would call `next`).
-                pool.values(&guard).for_each(|value| ids.push(value.id()));
-            }
-            remover.finished();
-            assert!(ids.contains(&1), "the value present throughout");
-            assert!(ids.iter().all(|&id| id <= 1), "{ids:?}");
-            if ids.contains(&0) {
-                yielded.mark();
-            } else {
-                skipped.mark();
-            }
-            let mut pool = Arc::into_inner(pool).expect("the remover let go");
-            assert_holds_exactly(&mut pool, &[(h1, 1)]);
-            drop(pool);
-            log.assert_each_dropped_once();
-            remover.release();
-        },
-    );
+    explore(name, move || {
+        let log = DropLog::new(2);
+        let r = Recorder::new(Arc::clone(&log));
+        let mut pool = Pool::with_config(tiny());
+        let [h0, h1] = [0, 1].map(|id| pool.insert(r.value(id)));
+        // The round's live count is now 2: positions 0 and 1 (one segment
+        // each) are read without their words' full test.
+        pool.compact();
+        let pool = Arc::new(pool);
+        let remover = {
+            let pool = Arc::clone(&pool);
+            spawn_parked(move || assert!(pool.remove(h0)))
+        };
+        let seen = fold(&pool);
+        remover.finished();
+        let [first, second] = [(h0, 0), (h1, 1)].map(|(h, id)| (handles.then_some(h), id));
+        assert!(seen.contains(&second), "the value present throughout");
+        assert!(
+            seen.iter().all(|item| [first, second].contains(item)),
+            "{seen:?}"
+        );
+        if seen.contains(&first) {
+            yielded.mark();
+        } else {
+            skipped.mark();
+        }
+        let mut pool = Arc::into_inner(pool).expect("the remover let go");
+        assert_holds_exactly(&mut pool, &[(h1, 1)]);
+        drop(pool);
+        log.assert_each_dropped_once();
+        remover.release();
+    });
     yielded_removed.assert("the fold read the value before its remove began");
     skipped_removed.assert("the fold skipped the removed value");
+}
+
+/// `values` folds a compacted pool while a remove reclaims one of its
+/// values (see [`fold_while_a_remove_reclaims`]): the fold reads the
+/// values of parts no remove has marked as slices, without their words.
+#[test]
+fn dense_values_read_unmarked_parts_while_a_remove_reclaims() {
+    fold_while_a_remove_reclaims(
+        "dense_values_read_unmarked_parts_while_a_remove_reclaims",
+        false,
+        |pool| {
+            let guard = pin();
+            // `fold` (`collect` would call `next`).
+            pool.values(&guard).fold(Seen::new(), |mut seen, value| {
+                seen.push((None, value.id()));
+                seen
+            })
+        },
+    );
 }
 
 /// Two appends race into one segment not allocated yet (positions 1 and 2
@@ -514,56 +533,23 @@ fn dense_a_lookup_through_the_values_region_races_its_decision() {
     );
 }
 
-/// `iter` folds a compacted pool while another thread removes one value,
-/// reclaimed at once (batches of one). In parts no remove has marked, the
-/// fold tells a value's word from a `REMOVED` one by its sign alone and
-/// takes the handle from it: every item is intact and under its own
-/// handle (a `REMOVED` word's low bits are a link, not an index), the
-/// value present throughout is always yielded, the removed one sometimes
-/// and sometimes not.
+/// `iter` folds a compacted pool while a remove reclaims one of its
+/// values (see [`fold_while_a_remove_reclaims`]). In parts no remove has
+/// marked, the fold tells a value's word from a `REMOVED` one by its sign
+/// alone and takes the handle from it: every item must be under its own
+/// handle (a `REMOVED` word's low bits are a link, not an index).
 #[test]
 fn dense_iter_reads_handles_of_unmarked_parts_while_a_remove_reclaims() {
-    let yielded_removed = Reached::default();
-    let skipped_removed = Reached::default();
-    let (yielded, skipped) = (yielded_removed.clone(), skipped_removed.clone());
-    explore(
+    fold_while_a_remove_reclaims(
         "dense_iter_reads_handles_of_unmarked_parts_while_a_remove_reclaims",
-        move || {
-            let log = DropLog::new(2);
-            let r = Recorder::new(Arc::clone(&log));
-            let mut pool = Pool::with_config(tiny());
-            let [h0, h1] = [0, 1].map(|id| pool.insert(r.value(id)));
-            pool.compact();
-            let pool = Arc::new(pool);
-            let remover = {
-                let pool = Arc::clone(&pool);
-                spawn_parked(move || assert!(pool.remove(h0)))
-            };
-            let mut items: Vec<(Handle, Id)> = Vec::new();
-            {
-                let guard = pin();
-                // `for_each` folds (`collect` would call `next`).
-                pool.iter(&guard)
-                    .for_each(|(h, value)| items.push((h, value.id())));
-            }
-            remover.finished();
-            assert!(items.contains(&(h1, 1)), "the value present throughout");
-            assert!(
-                items.iter().all(|item| [(h0, 0), (h1, 1)].contains(item)),
-                "{items:?}"
-            );
-            if items.contains(&(h0, 0)) {
-                yielded.mark();
-            } else {
-                skipped.mark();
-            }
-            let mut pool = Arc::into_inner(pool).expect("the remover let go");
-            assert_holds_exactly(&mut pool, &[(h1, 1)]);
-            drop(pool);
-            log.assert_each_dropped_once();
-            remover.release();
+        true,
+        |pool| {
+            let guard = pin();
+            // `fold` (`collect` would call `next`).
+            pool.iter(&guard).fold(Seen::new(), |mut seen, (h, value)| {
+                seen.push((Some(h), value.id()));
+                seen
+            })
         },
     );
-    yielded_removed.assert("the fold read the value before its remove began");
-    skipped_removed.assert("the fold skipped the removed value");
 }
