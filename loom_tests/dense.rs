@@ -17,7 +17,9 @@ use std::sync::Arc;
 
 use handle_pool::{pin, Config, DensePool, Handle};
 
-use super::harness::{explore, explore_with, spawn_parked, DropLog, Reached, Recorder, Tracked};
+use super::harness::{
+    explore, explore_with, spawn_parked, DropLog, Parked, Reached, Recorder, Tracked,
+};
 use super::history::Id;
 
 type Pool = DensePool<Tracked>;
@@ -27,6 +29,15 @@ fn tiny() -> Config {
         stripes: 1,
         ..Config::tiny(8, 1)
     }
+}
+
+/// Two threads, each parked once done until released, that append the
+/// values with ids `ids` to `pool` and give back their handles.
+fn spawn_appenders(pool: &Arc<Pool>, log: &Arc<DropLog>, ids: [Id; 2]) -> [Parked<Handle>; 2] {
+    ids.map(|id| {
+        let (pool, r) = (Arc::clone(pool), Recorder::new(Arc::clone(log)));
+        spawn_parked(move || pool.insert(r.value(id)))
+    })
 }
 
 /// Checks, with nothing in flight, that the pool holds exactly `live`
@@ -308,13 +319,7 @@ fn dense_racing_appends_into_one_new_segment() {
         let r = Recorder::new(Arc::clone(&log));
         let pool = Arc::new(Pool::with_config(tiny()));
         let h0 = pool.insert(r.value(0));
-        let appenders: Vec<_> = [1, 2]
-            .map(|id| {
-                let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
-                spawn_parked(move || pool.insert(r.value(id)))
-            })
-            .into_iter()
-            .collect();
+        let appenders = spawn_appenders(&pool, &log, [1, 2]);
         let items: Vec<(Handle, Id)> = {
             let guard = pin();
             pool.iter(&guard).map(|(h, v)| (h, v.id())).collect()
@@ -455,13 +460,7 @@ fn dense_racing_appends_decide_the_values_region() {
             let r = Recorder::new(Arc::clone(&log));
             let pool = Arc::new(Pool::with_config(with_region()));
             let h0 = pool.insert(r.value(0));
-            let appenders: Vec<_> = [1, 2]
-                .map(|id| {
-                    let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
-                    spawn_parked(move || pool.insert(r.value(id)))
-                })
-                .into_iter()
-                .collect();
+            let appenders = spawn_appenders(&pool, &log, [1, 2]);
             let (h1, h2) = (appenders[0].finished(), appenders[1].finished());
             {
                 let guard = pin();
@@ -506,13 +505,7 @@ fn dense_a_lookup_through_the_values_region_races_its_decision() {
             let r = Recorder::new(Arc::clone(&log));
             let pool = Arc::new(Pool::with_config(with_region()));
             pool.insert(r.value(0));
-            let appenders: Vec<_> = [1, 2]
-                .map(|id| {
-                    let (pool, r) = (Arc::clone(&pool), Recorder::new(Arc::clone(&log)));
-                    spawn_parked(move || pool.insert(r.value(id)))
-                })
-                .into_iter()
-                .collect();
+            let appenders = spawn_appenders(&pool, &log, [1, 2]);
             let forged =
                 [1u64, 2].map(|index| Handle::from_bits(1u64 << 32 | index).expect("a handle"));
             {
